@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build driver for the project's out-of-tree RDMA modules: our ib_cm.ko and
+# an mlx4_ib.ko assembled from the installed Debian linux-source-6.1 with
+# our PV-CM cache (drivers/infiniband/hw/mlx4/cm.c) and small patches.
+#
+#   make              build the modules for KDIR into build/<kernel-release>/
+#   make check        everything: build, static gates, VM tests (TAP, one
+#                     closing "N passed, N failed" line)
+#   make help         all targets
+#
+# Every output lives under build/; the source tree is never written to.
+
+TOP := $(CURDIR)
+
+# The kernel to build for: the running kernel's build directory when it
+# has one, else the newest installed Debian linux-headers.
+KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
+	$(shell ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -n 1))
+KREL := $(shell sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' \
+	$(KDIR)/include/generated/utsrelease.h 2>/dev/null)
+
+SRC_TARBALL ?= $(firstword $(wildcard /usr/src/linux-source-6.1.tar.*))
+SRC := $(TOP)/build/src/linux-source-6.1
+BUILD := $(TOP)/build/$(KREL)
+TREE := $(BUILD)/tree
+
+# Module directories: "distro:" ones start from the distro's sources.
+MODDIRS := drivers/infiniband/core distro:drivers/infiniband/hw/mlx4
+# Test-only modules and hooks; DKMS and installs build with TEST=0.
+TEST ?= 1
+ifeq ($(TEST),1)
+TEST_CONFIG := CONFIG_MLX4_IB_PVCM_TEST=m CONFIG_INFINIBAND_CM_TEST=m
+endif
+KBUILD_FLAGS ?=
+
+# Only directories that hold a Kbuild or come from the distro build.
+build_dirs = $(foreach d,$(MODDIRS),$(if $(or $(findstring distro:,$(d)),\
+	$(wildcard $(TOP)/$(d)/Kbuild)),$(d)))
+
+.PHONY: all modules deps source check gates vm-test main help clean distclean
+
+all: modules
+
+help:
+	@echo 'make [KDIR=...]   build the modules into build/<krel>/tree'
+	@echo 'make deps         install the Debian packages the project needs'
+	@echo 'make check        build, static gates and VM tests; ends "N passed, N failed"'
+	@echo 'make gates        static gates only (checkpatch, sparse, W=1, kernel-doc, coccicheck)'
+	@echo 'make vm-test      VM tests only'
+	@echo 'make main         the main job: build, boot a VM, run rping/ib_send_bw, report'
+	@echo 'make clean        remove build/<krel>; distclean removes build/'
+	@echo "KDIR=$(KDIR) KREL=$(KREL)"
+
+deps:
+	@$(TOP)/tools/install-deps.sh
+
+# The distro source, extracted once per clone (about 15 s).
+source: $(SRC)/.extracted
+$(SRC)/.extracted: | deps
+	@test -n "$(SRC_TARBALL)" || { echo 'linux-source-6.1 not installed (make deps)'; exit 1; }
+	@echo "  EXTRACT $(SRC_TARBALL)"
+	@rm -rf $(SRC) && mkdir -p $(dir $(SRC))
+	@tar -xf $(SRC_TARBALL) -C $(dir $(SRC))
+	@touch $@
+
+modules: source
+	@test -n "$(KREL)" || { echo "no kernel build directory (KDIR=$(KDIR)); make deps"; exit 1; }
+	@$(TOP)/tools/build/assemble.sh $(SRC) $(TREE) $(build_dirs)
+	@set -e; for d in $(build_dirs:distro:%=%); do \
+		$(MAKE) -C $(KDIR) M=$(TREE)/$$d $(TEST_CONFIG) $(KBUILD_FLAGS) modules; \
+	done
+
+gates: modules
+	@$(TOP)/tools/testing/gates/run-gates --src $(SRC) --kdir $(KDIR) --tree $(TREE)
+
+vm-test: modules
+	@$(TOP)/tools/testing/run-vm-tests --build $(BUILD)
+
+main: modules
+	@$(TOP)/tools/testing/main-job --build $(BUILD)
+
+check: deps source
+	@$(TOP)/tools/testing/check --kdir $(KDIR)
+
+clean:
+	rm -rf $(BUILD)
+
+distclean:
+	rm -rf $(TOP)/build
+
+# Variables for the scripts under tools/testing (eval'ed by them).
+.PHONY: print-vars
+print-vars:
+	@echo "KDIR='$(KDIR)' KREL='$(KREL)' SRC='$(SRC)' BUILD='$(BUILD)' TREE='$(TREE)'"

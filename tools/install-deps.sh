@@ -1,0 +1,39 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# Install every Debian package that building, running and testing the
+# project needs.  Idempotent: when everything is present it only runs
+# dpkg-query and exits.
+#
+# Needs root (apt-get).  Without root it prints the command to run and
+# fails if anything is missing.
+set -eu
+
+PKGS="build-essential bc bison flex libelf-dev libssl-dev dwarves kmod cpio
+busybox-static linux-headers-amd64 linux-image-amd64 linux-source-6.1
+qemu-system-x86 qemu-utils rdma-core rdmacm-utils perftest ibverbs-utils
+ibverbs-providers iproute2 sparse coccinelle python3 perl git xz-utils
+dkms debhelper dh-dkms fakeroot"
+
+missing=""
+for p in $PKGS; do
+	st=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
+	case "$st" in
+	ii*) ;;
+	*) missing="$missing $p" ;;
+	esac
+done
+
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+	echo "install-deps: missing packages:$missing" >&2
+	echo "install-deps: run as root: apt-get install$missing" >&2
+	exit 1
+fi
+
+echo "install-deps: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
