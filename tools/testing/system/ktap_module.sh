@@ -1,0 +1,38 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Load an in-kernel KTAP test module and report its verdict.  The module
+# runs its checks in its init function and fails the load when one fails.
+#
+#   KTAP_MODULE=/path/to/test.ko [KTAP_DEPS="ib_core"] ktap_module.sh
+#
+# Points: the load succeeded, the module printed a KTAP plan, no case
+# said "not ok", and it unloads.  The KTAP lines are shown as diagnostics.
+
+# shellcheck source=SCRIPTDIR/../vm/guest-lib.sh
+. "$GUEST_LIB"
+
+ko=${KTAP_MODULE:?KTAP_MODULE not set}
+name=$(modinfo -F name "$ko")
+out=/tmp/ktap-$name.log
+
+for dep in ${KTAP_DEPS:-}; do
+	modprobe "$dep" || echo "# modprobe $dep failed"
+done
+
+echo "# loading $ko"
+dmesg -C
+insmod "$ko"
+rc=$?
+# The module's own lines, without timestamps: KTAP between its header and
+# its last result line.
+dmesg | sed -e 's/^\[[^]]*\] //' >"$out"
+sed -n '/^KTAP version/,$p' "$out" | sed -e 's/^/# /'
+
+tap_check "$name loads (all its checks passed, insmod status $rc)" test "$rc" = 0
+tap_check "$name printed a KTAP plan" grep -qE '^ *1\.\.[0-9]+' "$out"
+tap_check "$name has no failed case" bash -c "! grep -qE '^ *not ok ' '$out'"
+if grep -q "^$name " /proc/modules; then
+	tap_check "$name unloads" rmmod "$name"
+fi
+tap_done

@@ -1,0 +1,7 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Self-test of the rig: rping.sh with the client sent to a port nobody
+# listens on.  It must FAIL; make check expects this point to be "not ok".
+export RPING_CLIENT_PORT=7999
+exec "$(dirname "$0")/../rping.sh"

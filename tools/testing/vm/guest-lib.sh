@@ -1,0 +1,189 @@
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+# shellcheck shell=bash
+#
+# Helpers for test scripts run by vm-run inside the guest.  A test script
+# starts with
+#
+#	. "$GUEST_LIB"
+#
+# and exits 0 on success.  Environment set by the rig:
+#   VM_INDEX   0 or 1            VM_COUNT   number of guests
+#   MY_IP      this guest        PEER_IP    the other guest (2 VMs only)
+#   VM_SHARED  a directory all guests of the run share (9p on the host)
+#   VM_NETDEV  the virtio NIC (after net_up, normally eth0)
+
+TAP_N=0
+TAP_FAILED=0
+
+# Nested TAP: vm-run shows these lines as diagnostics of the test point.
+tap_ok() {
+	TAP_N=$((TAP_N + 1))
+	echo "ok $TAP_N - $*"
+}
+
+tap_fail() {
+	TAP_N=$((TAP_N + 1))
+	TAP_FAILED=1
+	echo "not ok $TAP_N - $*"
+}
+
+# tap_check NAME CMD...: one TAP point from the status of CMD.
+tap_check() {
+	local name=$1
+
+	shift
+	if "$@"; then
+		tap_ok "$name"
+	else
+		tap_fail "$name"
+	fi
+}
+
+# Print the plan; return non-zero if any point failed.  Use it last:
+#	tap_done; exit $?
+tap_done() {
+	echo "1..$TAP_N"
+	return $TAP_FAILED
+}
+
+# run_with_timeout SECONDS CMD...: status 124 when the time ran out.
+run_with_timeout() {
+	local secs=$1
+
+	shift
+	timeout -k 5 "$secs" "$@"
+}
+
+# wait_until SECONDS CMD...: retry CMD every 0.2 s until it succeeds.
+wait_until() {
+	local tries=$(($1 * 5))
+
+	shift
+	while ! "$@"; do
+		tries=$((tries - 1))
+		[ "$tries" -gt 0 ] || return 1
+		sleep 0.2
+	done
+}
+
+# module_id FILE.ko: its srcversion, or "build-id:<hex>" when it has none
+# (modpost only adds a srcversion with MODULE_VERSION() or
+# CONFIG_MODULE_SRCVERSION_ALL, which the Debian kernel does not set).
+module_id() {
+	local src bid
+
+	src=$(modinfo -F srcversion "$1" 2> /dev/null)
+	if [ -n "$src" ]; then
+		echo "$src"
+		return
+	fi
+	bid=$(readelf -n "$1" 2> /dev/null | awk '/Build ID:/ { print $3; exit }')
+	[ -n "$bid" ] && echo "build-id:$bid"
+}
+
+# loaded_module_id NAME: the same for the module the kernel has loaded.
+loaded_module_id() {
+	local m=/sys/module/$1 note=/sys/module/$1/notes/.note.gnu.build-id
+
+	if [ -r "$m/srcversion" ]; then
+		cat "$m/srcversion"
+	elif [ -r "$note" ]; then
+		# Elf64_Nhdr (12 bytes) and "GNU\0" precede the id.
+		echo "build-id:$(od -An -tx1 -v -j16 "$note" | tr -d ' \n')"
+	fi
+}
+
+# module_is_file NAME FILE.ko: the loaded module NAME was built as FILE.ko.
+module_is_file() {
+	local want have
+
+	want=$(module_id "$2")
+	have=$(loaded_module_id "$1")
+	[ -n "$want" ] && [ "$want" = "$have" ]
+}
+
+# connect_retry TRIES OUT CMD...: run the RDMA CM client CMD (output to
+# OUT) again while it fails without having connected: under TCG the server
+# may not listen yet.  Returns the status of the last try.
+connect_retry() {
+	local tries=$1 out=$2 rc i
+
+	shift 2
+	for ((i = 1; i <= tries; i++)); do
+		"$@" > "$out" 2>&1
+		rc=$?
+		[ "$rc" = 0 ] && return 0
+		grep -qE -e 'REJECTED|UNREACHABLE|ADDR_ERROR|ROUTE_ERROR' \
+			-e 'Unable to perform rdma_client' "$out" || return $rc
+		echo "# try $i: not connected (status $rc)"
+		sleep 1
+	done
+	return $rc
+}
+
+# Find the virtio NIC, give it $MY_IP/24 and bring it up.  Idempotent.
+net_up() {
+	local dev drv
+
+	modprobe virtio_net || return 1
+	VM_NETDEV=
+	for dev in /sys/class/net/*; do
+		drv=$(readlink "$dev/device/driver" 2>/dev/null)
+		case "$drv" in
+		*virtio_net) VM_NETDEV=${dev##*/}; break ;;
+		esac
+	done
+	if [ -z "$VM_NETDEV" ]; then
+		echo "# net_up: no virtio NIC found"
+		return 1
+	fi
+	export VM_NETDEV
+	ip link set lo up
+	ip link set "$VM_NETDEV" up || return 1
+	if ! ip -4 addr show dev "$VM_NETDEV" | grep -q "inet $MY_IP/"; then
+		ip addr add "$MY_IP/24" dev "$VM_NETDEV" || return 1
+		echo "# $VM_NETDEV up with $MY_IP/24"
+	fi
+}
+
+rxe_port_active() {
+	ibv_devinfo -d "$1" 2>/dev/null | grep -q 'state:.*PORT_ACTIVE'
+}
+
+# rxe_up: a soft-RoCE device named $RXE_DEV (default rxe0) on the virtio NIC;
+# waits until its port is ACTIVE.  Idempotent.
+rxe_up() {
+	local rxe=${RXE_DEV:-rxe0}
+
+	net_up || return 1
+	modprobe rdma_rxe || return 1
+	if ! rdma link show "$rxe/1" > /dev/null 2>&1; then
+		rdma link add "$rxe" type rxe netdev "$VM_NETDEV" || return 1
+	fi
+	if ! wait_until 10 rxe_port_active "$rxe"; then
+		echo "# rxe_up: $rxe port never became ACTIVE"
+		rdma link show
+		return 1
+	fi
+	echo "# $rxe active on $VM_NETDEV"
+}
+
+# vm_barrier NAME [SECONDS]: return once every guest of the run got here.
+vm_barrier() {
+	local name=$1 secs=${2:-60} i
+
+	mkdir -p "$VM_SHARED" 2>/dev/null
+	: > "$VM_SHARED/barrier.$name.vm$VM_INDEX" || return 1
+	for i in $(seq 0 $((VM_COUNT - 1))); do
+		wait_until "$secs" test -e "$VM_SHARED/barrier.$name.vm$i" || return 1
+	done
+}
+
+# vm_signal NAME / vm_wait NAME [SECONDS]: one guest tells the others.
+vm_signal() {
+	: > "$VM_SHARED/signal.$1"
+}
+
+vm_wait() {
+	wait_until "${2:-60}" test -e "$VM_SHARED/signal.$1"
+}
