@@ -1,0 +1,1273 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * PV-CM id cache: the SR-IOV master rewrites the communication ids of the
+ * CM MADs it proxies for its VFs (slaves).
+ *
+ * The file has three layers:
+ *   (a) MAD field helpers - the only code that knows where a CM MAD keeps
+ *       its comm ids, the REJ reason, the REQ GUIDs;
+ *   (b) the id map - create, pin, the one release path, reaping, cleaning;
+ *   (c) the policy table - what each CM attribute does in each direction.
+ *
+ * Lifetime rules: an entry holds one reference for the map from creation
+ * until the reaper (or the final device clean) unlinks it; every lookup pins
+ * the entry with refcount_inc_not_zero() under RCU and drops the pin when
+ * done.  Memory goes back to the cache one RCU grace period after the last
+ * reference is gone.  The only way out of the map is pvcm_release(): it puts
+ * the entry into TimeWait, and the reaper frees it when TimeWait has passed.
+ * Design notes: Documentation/infiniband/mlx4-pvcm.rst.
+ */
+
+#include <linux/debugfs.h>
+#include <linux/jiffies.h>
+#include <linux/module.h>
+#include <linux/rhashtable.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <asm/unaligned.h>
+
+#include <rdma/ib_mad.h>
+#include <rdma/ib_cm.h>
+#include <rdma/ibta_vol1_c12.h>
+
+#include "mlx4_ib.h"
+
+#define CM_CLEANUP_CACHE_TIMEOUT	(30 * HZ)
+#define PVCM_CM_CLASS_VERSION		2
+
+#ifndef PVCM_DEBUGFS_ROOT
+#define PVCM_DEBUGFS_ROOT	"mlx4_ib"
+#endif
+#ifndef PVCM_CACHE_NAME
+#define PVCM_CACHE_NAME		"mlx4_ib_pvcm"
+#endif
+
+static unsigned int pvcm_max_per_vf = 32768;
+module_param(pvcm_max_per_vf, uint, 0644);
+MODULE_PARM_DESC(pvcm_max_per_vf,
+		 "PV-CM: max live + TimeWait id entries per VF, 0 = no limit (default 32768)");
+
+static unsigned int pvcm_pending_timeout = 120;
+module_param(pvcm_pending_timeout, uint, 0444);
+MODULE_PARM_DESC(pvcm_pending_timeout,
+		 "PV-CM: seconds an unestablished connection id may stay idle (default 120)");
+
+static unsigned int pvcm_max_routes = 65536;
+module_param(pvcm_max_routes, uint, 0644);
+MODULE_PARM_DESC(pvcm_max_routes,
+		 "PV-CM: max remembered incoming REQs per device for REJ(timeout) routing (default 65536)");
+
+#ifdef MLX4_IB_PVCM_TEST
+/* test build: short timeouts and fault injection, set by the test module */
+static unsigned long pvcm_test_timewait = HZ / 10;
+static unsigned long pvcm_test_pending = HZ / 5;
+static atomic_t pvcm_test_fail_nth = ATOMIC_INIT(0);
+
+static u32 pvcm_timewait_jiffies(void)
+{
+	return pvcm_test_timewait;
+}
+
+static u32 pvcm_pending_jiffies(void)
+{
+	return pvcm_test_pending;
+}
+
+/* fail the allocation that brings the countdown from 1 to 0 */
+static bool pvcm_fault(void)
+{
+	return atomic_add_unless(&pvcm_test_fail_nth, -1, 0) &&
+	       atomic_read(&pvcm_test_fail_nth) == 0;
+}
+#else
+static u32 pvcm_timewait_jiffies(void)
+{
+	return CM_CLEANUP_CACHE_TIMEOUT;
+}
+
+static u32 pvcm_pending_jiffies(void)
+{
+	return READ_ONCE(pvcm_pending_timeout) * HZ;
+}
+
+static bool pvcm_fault(void)
+{
+	return false;
+}
+#endif
+
+static struct workqueue_struct *cm_wq;
+static struct kmem_cache *pvcm_cache;
+/* entries taken from pvcm_cache and not yet given back (all devices) */
+static atomic_long_t pvcm_objects = ATOMIC_LONG_INIT(0);
+static struct dentry *pvcm_debugfs_root;
+
+/* ------------------------------------------------------------------------
+ * (a) CM MAD field helpers.  Byte offsets are into the CM payload that
+ * follows the common MAD header (IBTA vol 1, chapter 12).
+ */
+#define PVCM_OFF_LOCAL_ID	0	/* connection MADs; SIDR request id */
+#define PVCM_OFF_REMOTE_ID	4	/* connection MADs except REQ */
+#define PVCM_OFF_REQ_CA_GUID	16	/* REQ: sender's CA GUID */
+#define PVCM_OFF_REQ_DGID	72	/* REQ: primary path, remote port GID */
+#define PVCM_OFF_REJ_ARI	12	/* REJ: additional reject information */
+
+static bool pvcm_is_attr(const struct ib_mad *mad, __be16 attr)
+{
+	return mad->mad_hdr.attr_id == attr;
+}
+
+static u32 pvcm_get32(const struct ib_mad *mad, unsigned int off)
+{
+	return get_unaligned_be32(mad->data + off);
+}
+
+static void pvcm_put32(struct ib_mad *mad, unsigned int off, u32 val)
+{
+	put_unaligned_be32(val, mad->data + off);
+}
+
+/* the id the sender chose for itself */
+static int pvcm_local_id(const struct ib_mad *mad, u32 *id)
+{
+	if (pvcm_is_attr(mad, CM_SIDR_REP_ATTR_ID))
+		return -EPROTO;
+	*id = pvcm_get32(mad, PVCM_OFF_LOCAL_ID);
+	return 0;
+}
+
+static int pvcm_set_local_id(struct ib_mad *mad, u32 id)
+{
+	if (pvcm_is_attr(mad, CM_SIDR_REP_ATTR_ID))
+		return -EPROTO;
+	pvcm_put32(mad, PVCM_OFF_LOCAL_ID, id);
+	return 0;
+}
+
+/* the id of the receiver, as the sender knows it */
+static unsigned int pvcm_remote_off(const struct ib_mad *mad)
+{
+	if (pvcm_is_attr(mad, CM_SIDR_REP_ATTR_ID))
+		return PVCM_OFF_LOCAL_ID;
+	return PVCM_OFF_REMOTE_ID;
+}
+
+static int pvcm_remote_id(const struct ib_mad *mad, u32 *id)
+{
+	if (pvcm_is_attr(mad, CM_SIDR_REQ_ATTR_ID) ||
+	    pvcm_is_attr(mad, CM_REQ_ATTR_ID))
+		return -EPROTO;
+	*id = pvcm_get32(mad, pvcm_remote_off(mad));
+	return 0;
+}
+
+static int pvcm_set_remote_id(struct ib_mad *mad, u32 id)
+{
+	if (pvcm_is_attr(mad, CM_SIDR_REQ_ATTR_ID) ||
+	    pvcm_is_attr(mad, CM_REQ_ATTR_ID))
+		return -EPROTO;
+	pvcm_put32(mad, pvcm_remote_off(mad), id);
+	return 0;
+}
+
+static bool pvcm_rej_timeout(const struct ib_mad *mad)
+{
+	return pvcm_is_attr(mad, CM_REJ_ATTR_ID) &&
+	       IBA_GET(CM_REJ_REASON, (struct cm_rej_msg *)mad) ==
+			IB_CM_REJ_TIMEOUT;
+}
+
+/* REJ(timeout) carries the rejecting CA's GUID as ARI; 0 when absent */
+static __be64 pvcm_rej_guid(const struct ib_mad *mad)
+{
+	__be64 guid;
+
+	if (IBA_GET(CM_REJ_REJECTED_INFO_LENGTH, (struct cm_rej_msg *)mad) <
+	    sizeof(guid))
+		return 0;
+	memcpy(&guid, mad->data + PVCM_OFF_REJ_ARI, sizeof(guid));
+	return guid;
+}
+
+static __be64 pvcm_req_guid(const struct ib_mad *mad)
+{
+	__be64 guid;
+
+	memcpy(&guid, mad->data + PVCM_OFF_REQ_CA_GUID, sizeof(guid));
+	return guid;
+}
+
+/* interface id of the REQ's destination port GID: selects the slave */
+static __be64 pvcm_req_dest_if_id(const struct ib_mad *mad)
+{
+	union ib_gid gid;
+
+	memcpy(&gid, mad->data + PVCM_OFF_REQ_DGID, sizeof(gid));
+	return gid.global.interface_id;
+}
+
+static int pvcm_check_mad(const struct ib_mad *mad, size_t len)
+{
+	if (len < sizeof(*mad))
+		return -EMSGSIZE;
+	if (mad->mad_hdr.mgmt_class != IB_MGMT_CLASS_CM ||
+	    mad->mad_hdr.class_version != PVCM_CM_CLASS_VERSION)
+		return -EPROTO;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * (b) The id map.
+ */
+enum pvcm_state {
+	PVCM_PENDING,		/* on slave->pending, expires if idle */
+	PVCM_ESTABLISHED,	/* on slave->established */
+	PVCM_TIMEWAIT,		/* on slave->timewait, freed at deadline */
+	PVCM_DEAD,		/* unlinked, waiting for the last put */
+};
+
+struct pvcm_key {
+	u32 sl_cm_id;
+	u32 slave;
+};
+
+/*
+ * One mapping.  @link is used while the entry sits on a slave list and
+ * @rcu once it is off all lists; key, pv_cm_id and epoch never change.
+ * 48 bytes on 64-bit.
+ */
+struct pvcm_entry {
+	struct rhash_head hnode;
+	union {
+		struct list_head link;
+		struct rcu_head rcu;
+	};
+	struct pvcm_key key;
+	u32 pv_cm_id;
+	refcount_t ref;
+	u32 deadline;		/* jiffies, low 32 bits */
+	u8 state;
+	u8 epoch;
+	u8 indexed;		/* the entry is the one in pv->sl_ids */
+};
+
+static const struct rhashtable_params pvcm_sl_params = {
+	.key_len = sizeof(struct pvcm_key),
+	.key_offset = offsetof(struct pvcm_entry, key),
+	.head_offset = offsetof(struct pvcm_entry, hnode),
+	.automatic_shrinking = true,
+};
+
+struct pvcm_route_key {
+	__be64 ca_guid;
+	u32 comm_id;
+	u32 port;
+};
+
+/* where an incoming REQ went, for REJ(timeout) routing */
+struct pvcm_route {
+	struct rhash_head hnode;
+	union {
+		struct list_head link;
+		struct rcu_head rcu;
+	};
+	struct pvcm_route_key key;
+	u32 deadline;
+	u32 slave;		/* WRITE_ONCE under pv->lock, read under RCU */
+};
+
+static const struct rhashtable_params pvcm_route_params = {
+	.key_len = sizeof(struct pvcm_route_key),
+	.key_offset = offsetof(struct pvcm_route, key),
+	.head_offset = offsetof(struct pvcm_route, hnode),
+	.automatic_shrinking = true,
+};
+
+static bool pvcm_due(u32 deadline, u32 now)
+{
+	return (s32)(now - deadline) >= 0;
+}
+
+static struct mlx4_ib_pvcm_slave *pvcm_slave(struct mlx4_ib_pvcm *pv,
+					     const struct pvcm_entry *e)
+{
+	return &pv->slaves[e->key.slave];
+}
+
+/* an entry from before the last clean of its slave is no longer used */
+static bool pvcm_stale(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e)
+{
+	return e->epoch != (u8)atomic_read(&pvcm_slave(pv, e)->epoch);
+}
+
+static bool pvcm_live(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e)
+{
+	u8 state = READ_ONCE(e->state);
+
+	return (state == PVCM_PENDING || state == PVCM_ESTABLISHED) &&
+	       !pvcm_stale(pv, e);
+}
+
+static bool pvcm_usable(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e)
+{
+	return READ_ONCE(e->state) != PVCM_DEAD && !pvcm_stale(pv, e);
+}
+
+static void pvcm_entry_free_rcu(struct rcu_head *head)
+{
+	struct pvcm_entry *e = container_of(head, struct pvcm_entry, rcu);
+
+	kmem_cache_free(pvcm_cache, e);
+	atomic_long_dec(&pvcm_objects);
+}
+
+/* give back an entry that was never published */
+static void pvcm_discard(struct pvcm_entry *e)
+{
+	refcount_set(&e->ref, 0);	/* the state the constructor made */
+	kmem_cache_free(pvcm_cache, e);
+	atomic_long_dec(&pvcm_objects);
+}
+
+static void pvcm_put(struct pvcm_entry *e)
+{
+	if (refcount_dec_and_test(&e->ref))
+		call_rcu(&e->rcu, pvcm_entry_free_rcu);
+}
+
+static struct pvcm_entry *pvcm_pin_sl(struct mlx4_ib_pvcm *pv, u32 slave,
+				      u32 sl_cm_id)
+{
+	struct pvcm_key key = { .sl_cm_id = sl_cm_id, .slave = slave };
+	struct pvcm_entry *e;
+
+	rcu_read_lock();
+	e = rhashtable_lookup(&pv->sl_ids, &key, pvcm_sl_params);
+	if (e && !refcount_inc_not_zero(&e->ref))
+		e = NULL;
+	rcu_read_unlock();
+	return e;
+}
+
+static struct pvcm_entry *pvcm_pin_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
+{
+	struct pvcm_entry *e;
+
+	rcu_read_lock();
+	e = xa_load(&pv->pv_ids, pv_cm_id);
+	if (e && !refcount_inc_not_zero(&e->ref))
+		e = NULL;
+	rcu_read_unlock();
+	return e;
+}
+
+/* make sure the reaper runs no later than @deadline */
+static void pvcm_arm(struct mlx4_ib_pvcm *pv, u32 deadline)
+{
+	u32 now = jiffies;
+	s32 delay;
+
+	lockdep_assert_held(&pv->lock);
+	if (pv->dying)
+		return;
+	if (pv->reaper_armed && (s32)(deadline - pv->reaper_at) >= 0)
+		return;
+	/* a deadline already passed means "now" */
+	delay = max_t(s32, deadline - now, 0);
+	pv->reaper_armed = true;
+	pv->reaper_at = deadline;
+	mod_delayed_work(cm_wq, &pv->reaper, delay);
+}
+
+static void pvcm_unindex(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
+{
+	lockdep_assert_held(&pv->lock);
+	if (!e->indexed)
+		return;
+	rhashtable_remove_fast(&pv->sl_ids, &e->hnode, pvcm_sl_params);
+	e->indexed = 0;
+}
+
+/* lifecycle event: a connection message passed, push the idle deadline */
+static void pvcm_ev_refresh(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
+{
+	lockdep_assert_held(&pv->lock);
+	if (e->state != PVCM_PENDING)
+		return;
+	e->deadline = (u32)jiffies + pvcm_pending_jiffies();
+	list_move_tail(&e->link, &pvcm_slave(pv, e)->pending);
+	pvcm_arm(pv, e->deadline);
+}
+
+/* lifecycle event: RTU passed, the connection no longer expires */
+static void pvcm_ev_establish(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
+{
+	lockdep_assert_held(&pv->lock);
+	if (e->state != PVCM_PENDING)
+		return;
+	WRITE_ONCE(e->state, PVCM_ESTABLISHED);
+	list_move_tail(&e->link, &pvcm_slave(pv, e)->established);
+}
+
+/*
+ * Lifecycle event: the connection ends.  This is the one delayed delete
+ * path: the entry (still reachable for the teardown MADs) goes to the
+ * TimeWait FIFO, and a second call only pushes its deadline.
+ */
+static void pvcm_release(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
+{
+	struct mlx4_ib_pvcm_slave *s = pvcm_slave(pv, e);
+
+	lockdep_assert_held(&pv->lock);
+	if (e->state == PVCM_DEAD)
+		return;
+	if (e->state != PVCM_TIMEWAIT) {
+		s->nr_live--;
+		s->nr_timewait++;
+		WRITE_ONCE(e->state, PVCM_TIMEWAIT);
+	}
+	e->deadline = (u32)jiffies + pvcm_timewait_jiffies();
+	list_move_tail(&e->link, &s->timewait);
+	pvcm_arm(pv, e->deadline);
+}
+
+/* unlink for good and drop the map's reference (reaper and final clean) */
+static void pvcm_final(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
+{
+	struct mlx4_ib_pvcm_slave *s = pvcm_slave(pv, e);
+
+	lockdep_assert_held(&pv->lock);
+	list_del(&e->link);
+	pvcm_unindex(pv, e);
+	xa_erase(&pv->pv_ids, e->pv_cm_id);
+	if (e->state == PVCM_TIMEWAIT)
+		s->nr_timewait--;
+	else
+		s->nr_live--;
+	s->freed++;
+	WRITE_ONCE(e->state, PVCM_DEAD);
+	pvcm_put(e);
+}
+
+/*
+ * Create the entry for (slave, sl_cm_id), returned pinned.  An entry of a
+ * concurrent creator that is still live wins; an entry on its way out is
+ * replaced in the (slave, sl_cm_id) index only and keeps its release path.
+ */
+static struct pvcm_entry *pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave,
+				      u32 sl_cm_id)
+{
+	struct mlx4_ib_pvcm_slave *s = &pv->slaves[slave];
+	unsigned int cap = READ_ONCE(pvcm_max_per_vf);
+	struct pvcm_entry *e, *old;
+	void *stored;
+	u32 id;
+	int ret;
+
+	e = pvcm_fault() ? NULL : kmem_cache_alloc(pvcm_cache, GFP_KERNEL);
+	if (!e)
+		return ERR_PTR(-ENOMEM);
+	atomic_long_inc(&pvcm_objects);
+	e->key.sl_cm_id = sl_cm_id;
+	e->key.slave = slave;
+	e->state = PVCM_PENDING;
+	e->epoch = (u8)atomic_read(&s->epoch);
+	e->indexed = 0;
+	refcount_set(&e->ref, 2);	/* the map's and the caller's */
+
+	/* reserve the id; lookups see it only once the entry is complete */
+	ret = pvcm_fault() ? -ENOMEM :
+	      xa_alloc_cyclic(&pv->pv_ids, &id, NULL, XA_LIMIT(1, U32_MAX),
+			      &pv->pv_next, GFP_KERNEL);
+	if (ret < 0)
+		goto free;
+	e->pv_cm_id = id;
+
+	spin_lock(&pv->lock);
+	if (pv->dying) {
+		ret = -ESHUTDOWN;
+		goto unlock;
+	}
+	if (cap && s->nr_live + s->nr_timewait >= cap) {
+		atomic_long_inc(&s->cap_hits);
+		ret = -EDQUOT;
+		goto unlock;
+	}
+	old = pvcm_fault() ? ERR_PTR(-ENOMEM) :
+	      rhashtable_lookup_get_insert_fast(&pv->sl_ids, &e->hnode,
+						pvcm_sl_params);
+	if (IS_ERR(old)) {
+		ret = PTR_ERR(old);
+		goto unlock;
+	}
+	if (old && pvcm_live(pv, old)) {
+		refcount_inc(&old->ref);
+		spin_unlock(&pv->lock);
+		xa_erase(&pv->pv_ids, id);
+		pvcm_discard(e);
+		return old;
+	}
+	if (old) {
+		ret = rhashtable_replace_fast(&pv->sl_ids, &old->hnode,
+					      &e->hnode, pvcm_sl_params);
+		if (ret)
+			goto unlock;
+		old->indexed = 0;
+	}
+	e->indexed = 1;
+	stored = xa_store(&pv->pv_ids, id, e, GFP_ATOMIC);
+	if (xa_is_err(stored)) {
+		/* readers may have pinned it from sl_ids: free through RCU */
+		pvcm_unindex(pv, e);
+		WRITE_ONCE(e->state, PVCM_DEAD);
+		spin_unlock(&pv->lock);
+		xa_erase(&pv->pv_ids, id);
+		pvcm_put(e);
+		pvcm_put(e);
+		return ERR_PTR(xa_err(stored));
+	}
+	e->deadline = (u32)jiffies + pvcm_pending_jiffies();
+	list_add_tail(&e->link, &s->pending);
+	s->nr_live++;
+	s->allocated++;
+	pvcm_arm(pv, e->deadline);
+	spin_unlock(&pv->lock);
+	return e;
+
+unlock:
+	spin_unlock(&pv->lock);
+	xa_erase(&pv->pv_ids, id);
+free:
+	pvcm_discard(e);
+	return ERR_PTR(ret);
+}
+
+/* find the live entry of (slave, sl_cm_id) or create one; pinned */
+static struct pvcm_entry *pvcm_get_or_create(struct mlx4_ib_pvcm *pv,
+					     u32 slave, u32 sl_cm_id,
+					     bool accept_timewait)
+{
+	struct pvcm_entry *e = pvcm_pin_sl(pv, slave, sl_cm_id);
+
+	if (e) {
+		if (accept_timewait ? pvcm_usable(pv, e) : pvcm_live(pv, e))
+			return e;
+		pvcm_put(e);
+	}
+	return pvcm_create(pv, slave, sl_cm_id);
+}
+
+static void pvcm_route_free(struct mlx4_ib_pvcm *pv, struct pvcm_route *r)
+{
+	lockdep_assert_held(&pv->lock);
+	list_del(&r->link);
+	rhashtable_remove_fast(&pv->routes, &r->hnode, pvcm_route_params);
+	pv->nr_routes--;
+	kfree_rcu(r, rcu);
+}
+
+/* remember (or refresh) where an incoming REQ was delivered */
+static int pvcm_route_note(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
+			   __be64 ca_guid, int slave)
+{
+	struct pvcm_route_key key = {
+		.ca_guid = ca_guid, .comm_id = comm_id, .port = port,
+	};
+	struct pvcm_route *r, *old;
+	int ret = 0;
+
+	r = pvcm_fault() ? NULL : kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	r->key = key;
+	r->slave = slave;
+
+	spin_lock(&pv->lock);
+	if (pv->dying) {
+		ret = -ESHUTDOWN;
+		goto out_free;
+	}
+	old = rhashtable_lookup_fast(&pv->routes, &key, pvcm_route_params);
+	if (old) {
+		WRITE_ONCE(old->slave, slave);
+		old->deadline = (u32)jiffies + pvcm_timewait_jiffies();
+		list_move_tail(&old->link, &pv->route_fifo);
+		pvcm_arm(pv, old->deadline);
+		goto out_free;
+	}
+	if (pv->nr_routes >= READ_ONCE(pvcm_max_routes)) {
+		ret = -EDQUOT;
+		goto out_free;
+	}
+	ret = rhashtable_insert_fast(&pv->routes, &r->hnode,
+				     pvcm_route_params);
+	if (ret)
+		goto out_free;
+	r->deadline = (u32)jiffies + pvcm_timewait_jiffies();
+	list_add_tail(&r->link, &pv->route_fifo);
+	pv->nr_routes++;
+	pvcm_arm(pv, r->deadline);
+	spin_unlock(&pv->lock);
+	return 0;
+
+out_free:
+	spin_unlock(&pv->lock);
+	kfree(r);
+	return ret;
+}
+
+static int pvcm_route_lookup(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
+			     __be64 ca_guid)
+{
+	struct pvcm_route_key key = {
+		.ca_guid = ca_guid, .comm_id = comm_id, .port = port,
+	};
+	struct pvcm_route *r;
+	int slave = -ENOENT;
+
+	rcu_read_lock();
+	r = rhashtable_lookup(&pv->routes, &key, pvcm_route_params);
+	if (r)
+		slave = READ_ONCE(r->slave);
+	rcu_read_unlock();
+	return slave;
+}
+
+/* expire what is due; at most one slave's lists per lock hold */
+static void pvcm_reap(struct work_struct *work)
+{
+	struct mlx4_ib_pvcm *pv = container_of(to_delayed_work(work),
+					       struct mlx4_ib_pvcm, reaper);
+	struct mlx4_ib_pvcm_slave *s;
+	struct pvcm_entry *e, *tmp;
+	struct pvcm_route *r, *rtmp;
+	u32 now = jiffies;
+	int i;
+
+	spin_lock(&pv->lock);
+	pv->reaper_armed = false;
+	spin_unlock(&pv->lock);
+
+	for (i = 0; i < MLX4_MFUNC_MAX; i++) {
+		s = &pv->slaves[i];
+		spin_lock(&pv->lock);
+		list_for_each_entry_safe(e, tmp, &s->pending, link) {
+			if (!pvcm_due(e->deadline, now))
+				break;
+			pvcm_release(pv, e);
+		}
+		list_for_each_entry_safe(e, tmp, &s->timewait, link) {
+			if (!pvcm_due(e->deadline, now))
+				break;
+			pvcm_final(pv, e);
+		}
+		e = list_first_entry_or_null(&s->pending, struct pvcm_entry,
+					     link);
+		if (e)
+			pvcm_arm(pv, e->deadline);
+		e = list_first_entry_or_null(&s->timewait, struct pvcm_entry,
+					     link);
+		if (e)
+			pvcm_arm(pv, e->deadline);
+		spin_unlock(&pv->lock);
+		cond_resched();
+	}
+
+	spin_lock(&pv->lock);
+	list_for_each_entry_safe(r, rtmp, &pv->route_fifo, link) {
+		if (!pvcm_due(r->deadline, now)) {
+			pvcm_arm(pv, r->deadline);
+			break;
+		}
+		pvcm_route_free(pv, r);
+	}
+	spin_unlock(&pv->lock);
+}
+
+/* release every entry of @slave older than its current epoch */
+static void pvcm_clean_slave(struct mlx4_ib_pvcm *pv, int slave)
+{
+	struct mlx4_ib_pvcm_slave *s = &pv->slaves[slave];
+	struct list_head *lists[] = { &s->pending, &s->established };
+	struct pvcm_entry *e, *tmp;
+	struct pvcm_route *r, *rtmp;
+	unsigned int i;
+
+	spin_lock(&pv->lock);
+	for (i = 0; i < ARRAY_SIZE(lists); i++) {
+		list_for_each_entry_safe(e, tmp, lists[i], link) {
+			if (!pvcm_stale(pv, e))
+				continue;
+			pvcm_unindex(pv, e);
+			pvcm_release(pv, e);
+		}
+	}
+	list_for_each_entry(e, &s->timewait, link)
+		if (pvcm_stale(pv, e))
+			pvcm_unindex(pv, e);
+	list_for_each_entry_safe(r, rtmp, &pv->route_fifo, link)
+		if (r->slave == slave)
+			pvcm_route_free(pv, r);
+	spin_unlock(&pv->lock);
+}
+
+static void pvcm_clean_work(struct work_struct *work)
+{
+	struct mlx4_ib_pvcm *pv = container_of(work, struct mlx4_ib_pvcm,
+					       clean_work);
+	int slave;
+
+	for_each_set_bit(slave, pv->clean_mask, MLX4_MFUNC_MAX) {
+		if (test_and_clear_bit(slave, pv->clean_mask))
+			pvcm_clean_slave(pv, slave);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * (c) Policy: what each CM attribute does.  OUT is VF -> wire (multiplex),
+ * IN is wire -> VF (demux).
+ */
+enum pvcm_out_action {
+	PVCM_OUT_DROP,		/* not a CM attribute we forward */
+	PVCM_OUT_CREATE,	/* starts a connection: find or create */
+	PVCM_OUT_LOOKUP,	/* must belong to a known connection */
+	PVCM_OUT_REJ,		/* REJ: see pvcm_out_rej() */
+	PVCM_OUT_PASS,		/* carries no id of the VF's own */
+};
+
+enum pvcm_in_action {
+	PVCM_IN_DROP,
+	PVCM_IN_NEW,		/* new request: pick the slave, no id yet */
+	PVCM_IN_LOOKUP,		/* remote id is one of our pv_cm_ids */
+};
+
+enum pvcm_event {
+	PVCM_EV_NONE,
+	PVCM_EV_REFRESH,
+	PVCM_EV_ESTABLISH,
+	PVCM_EV_RELEASE,
+};
+
+struct pvcm_policy {
+	u8 out;
+	u8 out_ev;
+	u8 in;
+	u8 in_ev;
+};
+
+#define PVCM_ATTR_FIRST	0x10	/* REQ */
+#define PVCM_ATTR_IDX(n)	((n) - PVCM_ATTR_FIRST)
+
+static const struct pvcm_policy pvcm_policy[] = {
+	[PVCM_ATTR_IDX(0x10)] = {	/* REQ */
+		PVCM_OUT_CREATE, PVCM_EV_REFRESH, PVCM_IN_NEW, PVCM_EV_NONE },
+	[PVCM_ATTR_IDX(0x11)] = {	/* MRA */
+		PVCM_OUT_CREATE, PVCM_EV_REFRESH,
+		PVCM_IN_LOOKUP, PVCM_EV_REFRESH },
+	[PVCM_ATTR_IDX(0x12)] = {	/* REJ */
+		PVCM_OUT_REJ, PVCM_EV_RELEASE, PVCM_IN_LOOKUP, PVCM_EV_RELEASE },
+	[PVCM_ATTR_IDX(0x13)] = {	/* REP */
+		PVCM_OUT_CREATE, PVCM_EV_REFRESH,
+		PVCM_IN_LOOKUP, PVCM_EV_REFRESH },
+	[PVCM_ATTR_IDX(0x14)] = {	/* RTU */
+		PVCM_OUT_LOOKUP, PVCM_EV_ESTABLISH,
+		PVCM_IN_LOOKUP, PVCM_EV_ESTABLISH },
+	[PVCM_ATTR_IDX(0x15)] = {	/* DREQ */
+		PVCM_OUT_LOOKUP, PVCM_EV_RELEASE,
+		PVCM_IN_LOOKUP, PVCM_EV_RELEASE },
+	[PVCM_ATTR_IDX(0x16)] = {	/* DREP */
+		PVCM_OUT_LOOKUP, PVCM_EV_RELEASE,
+		PVCM_IN_LOOKUP, PVCM_EV_RELEASE },
+	[PVCM_ATTR_IDX(0x17)] = {	/* SIDR_REQ */
+		PVCM_OUT_CREATE, PVCM_EV_REFRESH, PVCM_IN_NEW, PVCM_EV_NONE },
+	[PVCM_ATTR_IDX(0x18)] = {	/* SIDR_REP */
+		PVCM_OUT_PASS, PVCM_EV_NONE, PVCM_IN_LOOKUP, PVCM_EV_RELEASE },
+	[PVCM_ATTR_IDX(0x19)] = {	/* LAP */
+		PVCM_OUT_LOOKUP, PVCM_EV_REFRESH, PVCM_IN_LOOKUP, PVCM_EV_NONE },
+	[PVCM_ATTR_IDX(0x1a)] = {	/* APR */
+		PVCM_OUT_LOOKUP, PVCM_EV_NONE, PVCM_IN_LOOKUP, PVCM_EV_NONE },
+};
+
+static const struct pvcm_policy *pvcm_policy_of(const struct ib_mad *mad)
+{
+	unsigned int attr = be16_to_cpu(mad->mad_hdr.attr_id);
+
+	if (attr < PVCM_ATTR_FIRST ||
+	    attr >= PVCM_ATTR_FIRST + ARRAY_SIZE(pvcm_policy))
+		return NULL;
+	return &pvcm_policy[PVCM_ATTR_IDX(attr)];
+}
+
+static void pvcm_event(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e, u8 ev)
+{
+	if (ev == PVCM_EV_NONE)
+		return;
+	spin_lock(&pv->lock);
+	switch (ev) {
+	case PVCM_EV_REFRESH:
+		pvcm_ev_refresh(pv, e);
+		break;
+	case PVCM_EV_ESTABLISH:
+		pvcm_ev_establish(pv, e);
+		break;
+	case PVCM_EV_RELEASE:
+		pvcm_release(pv, e);
+		break;
+	}
+	spin_unlock(&pv->lock);
+}
+
+/* count a dropped MAD; slave < 0 charges the device */
+static int pvcm_drop(struct mlx4_ib_dev *dev, int slave, int err,
+		     const struct ib_mad *mad, const char *why)
+{
+	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
+
+	if (slave >= 0 && slave < MLX4_MFUNC_MAX && pv->slaves)
+		atomic_long_inc(&pv->slaves[slave].dropped);
+	else
+		atomic_long_inc(&pv->dropped);
+	ibdev_warn_ratelimited(&dev->ib_dev,
+			       "pvcm: drop CM attr 0x%x slave %d: %s (%d)\n",
+			       be16_to_cpu(mad->mad_hdr.attr_id), slave, why,
+			       err);
+	return err;
+}
+
+static int pvcm_out_rej(struct mlx4_ib_pvcm *pv, int slave, u32 sl_cm_id,
+			const struct ib_mad *mad, struct pvcm_entry **ep)
+{
+	struct pvcm_entry *e;
+
+	if (pvcm_rej_timeout(mad)) {
+		e = pvcm_get_or_create(pv, slave, sl_cm_id, true);
+		if (IS_ERR(e))
+			return PTR_ERR(e);
+	} else {
+		e = pvcm_pin_sl(pv, slave, sl_cm_id);
+		if (e && !pvcm_usable(pv, e)) {
+			pvcm_put(e);
+			e = NULL;
+		}
+	}
+	*ep = e;	/* NULL: rejects a REQ, nothing of the VF's to map */
+	return 0;
+}
+
+static int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
+			  struct ib_mad *mad, size_t len)
+{
+	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
+	const struct pvcm_policy *pol;
+	struct pvcm_entry *e = NULL;
+	u32 sl_cm_id;
+	int ret;
+
+	if (!READ_ONCE(pv->ready))
+		return -ENODEV;
+	if (slave < 0 || slave >= MLX4_MFUNC_MAX)
+		return pvcm_drop(dev, -1, -EINVAL, mad, "bad slave");
+	ret = pvcm_check_mad(mad, len);
+	if (ret)
+		return pvcm_drop(dev, slave, ret, mad, "malformed");
+	pol = pvcm_policy_of(mad);
+	if (!pol || pol->out == PVCM_OUT_DROP)
+		return pvcm_drop(dev, slave, -EINVAL, mad, "unknown attribute");
+	if (pol->out == PVCM_OUT_PASS)
+		return 0;
+	ret = pvcm_local_id(mad, &sl_cm_id);
+	if (ret)
+		return pvcm_drop(dev, slave, ret, mad, "no local id");
+
+	switch (pol->out) {
+	case PVCM_OUT_CREATE:
+		e = pvcm_get_or_create(pv, slave, sl_cm_id, false);
+		if (IS_ERR(e))
+			return pvcm_drop(dev, slave, PTR_ERR(e), mad,
+					 PTR_ERR(e) == -EDQUOT ?
+					 "over the per-VF cap" : "cannot map");
+		break;
+	case PVCM_OUT_REJ:
+		ret = pvcm_out_rej(pv, slave, sl_cm_id, mad, &e);
+		if (ret)
+			return pvcm_drop(dev, slave, ret, mad, "cannot map");
+		if (!e)
+			return 0;
+		break;
+	default:
+		e = pvcm_pin_sl(pv, slave, sl_cm_id);
+		if (e && !pvcm_usable(pv, e)) {
+			pvcm_put(e);
+			e = NULL;
+		}
+		if (!e)
+			return pvcm_drop(dev, slave, -ENOENT, mad,
+					 "unknown local id");
+		break;
+	}
+
+	pvcm_set_local_id(mad, e->pv_cm_id);
+	pvcm_event(pv, e, pol->out_ev);
+	pvcm_put(e);
+	return 0;
+}
+
+static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
+			  struct ib_mad *mad)
+{
+	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
+	__be64 if_id;
+	int s, ret;
+
+	/*
+	 * A SIDR_REQ names no port GID of ours: it stays with the slave the
+	 * caller picked from the GRH (or the master without one).
+	 */
+	if (!slave || pvcm_is_attr(mad, CM_SIDR_REQ_ATTR_ID))
+		return 0;
+
+	if_id = pvcm_req_dest_if_id(mad);
+	s = mlx4_ib_find_real_gid(&dev->ib_dev, port, if_id);
+	if (s < 0 || s >= MLX4_MFUNC_MAX)
+		return pvcm_drop(dev, -1, -ENOENT, mad, "no slave owns the GID");
+	*slave = s;
+	ret = pvcm_route_note(pv, port, pvcm_get32(mad, PVCM_OFF_LOCAL_ID),
+			      pvcm_req_guid(mad), s);
+	if (ret)	/* the REQ still goes through; only REJ(timeout) suffers */
+		ibdev_dbg(&dev->ib_dev, "pvcm: REQ route not kept (%d)\n",
+			  ret);
+	return 0;
+}
+
+static int pvcm_demux(struct mlx4_ib_dev *dev, int port, int *slave,
+		      struct ib_mad *mad, size_t len)
+{
+	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
+	const struct pvcm_policy *pol;
+	struct pvcm_entry *e;
+	u32 pv_cm_id;
+	int ret, s;
+
+	if (!READ_ONCE(pv->ready))
+		return -ENODEV;
+	ret = pvcm_check_mad(mad, len);
+	if (ret)
+		return pvcm_drop(dev, -1, ret, mad, "malformed");
+	pol = pvcm_policy_of(mad);
+	if (!pol || pol->in == PVCM_IN_DROP)
+		return pvcm_drop(dev, -1, -EINVAL, mad, "unknown attribute");
+	if (pol->in == PVCM_IN_NEW)
+		return pvcm_demux_new(dev, port, slave, mad);
+
+	ret = pvcm_remote_id(mad, &pv_cm_id);
+	if (ret)
+		return pvcm_drop(dev, -1, ret, mad, "no remote id");
+	e = pvcm_pin_pv(pv, pv_cm_id);
+	if (e && !pvcm_usable(pv, e)) {
+		pvcm_put(e);
+		e = NULL;
+	}
+	if (!e) {
+		if (slave && pvcm_rej_timeout(mad)) {
+			s = pvcm_route_lookup(pv, port,
+					      pvcm_get32(mad, PVCM_OFF_LOCAL_ID),
+					      pvcm_rej_guid(mad));
+			if (s >= 0) {
+				*slave = s;
+				return 0;
+			}
+		}
+		return pvcm_drop(dev, -1, -ENOENT, mad, "unknown remote id");
+	}
+
+	if (slave)
+		*slave = e->key.slave;
+	pvcm_set_remote_id(mad, e->key.sl_cm_id);
+	pvcm_event(pv, e, pol->in_ev);
+	pvcm_put(e);
+	return 0;
+}
+
+/**
+ * mlx4_ib_multiplex_cm_handler() - map a VF's outgoing CM MAD
+ * @ibdev: the master's IB device
+ * @port: port the MAD leaves on
+ * @slave_id: the sending VF
+ * @mad: the MAD; its local comm id is rewritten in place
+ *
+ * Context: process context, may sleep.
+ * Return: 0 to send the MAD, a negative errno to drop it.
+ */
+int mlx4_ib_multiplex_cm_handler(struct ib_device *ibdev, int port,
+				 int slave_id, struct ib_mad *mad)
+{
+	return pvcm_multiplex(to_mdev(ibdev), port, slave_id, mad,
+			      sizeof(*mad));
+}
+
+/**
+ * mlx4_ib_demux_cm_handler() - map an incoming CM MAD to its VF
+ * @ibdev: the master's IB device
+ * @port: port the MAD arrived on
+ * @slave: set to the destination VF; NULL when the caller already knows it
+ * @mad: the MAD; its remote comm id is rewritten in place
+ *
+ * Context: process context, may sleep.
+ * Return: 0 to deliver the MAD, a negative errno to drop it.
+ */
+int mlx4_ib_demux_cm_handler(struct ib_device *ibdev, int port, int *slave,
+			     struct ib_mad *mad)
+{
+	return pvcm_demux(to_mdev(ibdev), port, slave, mad, sizeof(*mad));
+}
+
+/* ------------------------------------------------------------------------
+ * Counters and debugfs.
+ */
+static void pvcm_slave_stats(struct mlx4_ib_pvcm *pv, int slave,
+			     struct mlx4_ib_pvcm_stats *st)
+{
+	struct mlx4_ib_pvcm_slave *s = &pv->slaves[slave];
+
+	spin_lock(&pv->lock);
+	st->live += s->nr_live;
+	st->timewait += s->nr_timewait;
+	st->allocated += s->allocated;
+	st->freed += s->freed;
+	spin_unlock(&pv->lock);
+	st->dropped += atomic_long_read(&s->dropped);
+	st->cap_hits += atomic_long_read(&s->cap_hits);
+}
+
+/**
+ * mlx4_ib_pvcm_get_stats() - read the PV-CM counters
+ * @dev: the device
+ * @slave: a slave number, or -1 for the device totals
+ * @st: filled with the counters
+ *
+ * Return: 0, -ENODEV if the cache is not set up, -EINVAL for a bad @slave.
+ */
+int mlx4_ib_pvcm_get_stats(struct mlx4_ib_dev *dev, int slave,
+			   struct mlx4_ib_pvcm_stats *st)
+{
+	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
+	int i;
+
+	memset(st, 0, sizeof(*st));
+	if (!READ_ONCE(pv->ready))
+		return -ENODEV;
+	if (slave >= MLX4_MFUNC_MAX || slave < -1)
+		return -EINVAL;
+	if (slave >= 0) {
+		pvcm_slave_stats(pv, slave, st);
+		return 0;
+	}
+	for (i = 0; i < MLX4_MFUNC_MAX; i++)
+		pvcm_slave_stats(pv, i, st);
+	st->dropped += atomic_long_read(&pv->dropped);
+	spin_lock(&pv->lock);
+	st->routes = pv->nr_routes;
+	spin_unlock(&pv->lock);
+	return 0;
+}
+
+static void pvcm_show_line(struct seq_file *m, const char *who,
+			   const struct mlx4_ib_pvcm_stats *st)
+{
+	seq_printf(m, "%-8s %8llu %8llu %10llu %10llu %8llu %8llu\n", who,
+		   st->live, st->timewait, st->allocated, st->freed,
+		   st->dropped, st->cap_hits);
+}
+
+static int pvcm_stats_show(struct seq_file *m, void *unused)
+{
+	struct mlx4_ib_dev *dev = m->private;
+	struct mlx4_ib_pvcm_stats st;
+	char who[16];
+	int i;
+
+	if (mlx4_ib_pvcm_get_stats(dev, -1, &st))
+		return 0;
+	seq_puts(m, "who          live timewait  allocated      freed  dropped cap_hits\n");
+	pvcm_show_line(m, "total", &st);
+	seq_printf(m, "routes %llu\n", st.routes);
+	for (i = 0; i < MLX4_MFUNC_MAX; i++) {
+		mlx4_ib_pvcm_get_stats(dev, i, &st);
+		if (!st.allocated && !st.dropped)
+			continue;
+		snprintf(who, sizeof(who), "slave%d", i);
+		pvcm_show_line(m, who, &st);
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(pvcm_stats);
+
+static void pvcm_debugfs_init(struct mlx4_ib_dev *dev)
+{
+	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
+	const char *name = dev_name(&dev->ib_dev.dev);
+	struct dentry *dir;
+
+	if (!pvcm_debugfs_root)
+		return;
+	pv->debugfs = debugfs_create_dir(name ? name : "unnamed",
+					 pvcm_debugfs_root);
+	dir = debugfs_create_dir("pvcm", pv->debugfs);
+	debugfs_create_file("stats", 0444, dir, dev, &pvcm_stats_fops);
+	debugfs_create_u32("max_per_vf", 0444, dir, &pvcm_max_per_vf);
+}
+
+/* ------------------------------------------------------------------------
+ * Set up and tear down.
+ */
+
+/**
+ * mlx4_ib_cm_paravirt_init() - set up the PV-CM id cache of a master
+ * @dev: the device
+ *
+ * Does nothing on a VF.  If memory is short the cache stays off and the
+ * handlers drop every CM MAD of the VFs.
+ */
+void mlx4_ib_cm_paravirt_init(struct mlx4_ib_dev *dev)
+{
+	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
+	int i;
+
+	memset(pv, 0, sizeof(*pv));
+	spin_lock_init(&pv->lock);
+	xa_init_flags(&pv->pv_ids, XA_FLAGS_ALLOC1);
+	INIT_LIST_HEAD(&pv->route_fifo);
+	INIT_DELAYED_WORK(&pv->reaper, pvcm_reap);
+	INIT_WORK(&pv->clean_work, pvcm_clean_work);
+	if (!mlx4_is_master(dev->dev))
+		return;
+
+	pv->slaves = kvcalloc(MLX4_MFUNC_MAX, sizeof(*pv->slaves), GFP_KERNEL);
+	if (!pv->slaves)
+		goto err;
+	for (i = 0; i < MLX4_MFUNC_MAX; i++) {
+		INIT_LIST_HEAD(&pv->slaves[i].pending);
+		INIT_LIST_HEAD(&pv->slaves[i].established);
+		INIT_LIST_HEAD(&pv->slaves[i].timewait);
+	}
+	if (rhashtable_init(&pv->sl_ids, &pvcm_sl_params))
+		goto err_slaves;
+	if (rhashtable_init(&pv->routes, &pvcm_route_params))
+		goto err_sl_ids;
+	pvcm_debugfs_init(dev);
+	WRITE_ONCE(pv->ready, true);
+	return;
+
+err_sl_ids:
+	rhashtable_destroy(&pv->sl_ids);
+err_slaves:
+	kvfree(pv->slaves);
+	pv->slaves = NULL;
+err:
+	ibdev_err(&dev->ib_dev, "pvcm: no memory, VF CM traffic is dropped\n");
+}
+
+static void pvcm_teardown(struct mlx4_ib_pvcm *pv)
+{
+	struct mlx4_ib_pvcm_slave *s;
+	struct pvcm_entry *e, *tmp;
+	struct pvcm_route *r, *rtmp;
+	int i;
+
+	spin_lock(&pv->lock);
+	pv->dying = true;
+	spin_unlock(&pv->lock);
+	cancel_delayed_work_sync(&pv->reaper);
+	cancel_work_sync(&pv->clean_work);
+
+	for (i = 0; i < MLX4_MFUNC_MAX; i++) {
+		s = &pv->slaves[i];
+		spin_lock(&pv->lock);
+		list_for_each_entry_safe(e, tmp, &s->pending, link)
+			pvcm_final(pv, e);
+		list_for_each_entry_safe(e, tmp, &s->established, link)
+			pvcm_final(pv, e);
+		list_for_each_entry_safe(e, tmp, &s->timewait, link)
+			pvcm_final(pv, e);
+		spin_unlock(&pv->lock);
+		cond_resched();
+	}
+	spin_lock(&pv->lock);
+	list_for_each_entry_safe(r, rtmp, &pv->route_fifo, link)
+		pvcm_route_free(pv, r);
+	spin_unlock(&pv->lock);
+
+	WRITE_ONCE(pv->ready, false);
+	debugfs_remove(pv->debugfs);
+	pv->debugfs = NULL;
+	rhashtable_destroy(&pv->routes);
+	rhashtable_destroy(&pv->sl_ids);
+	WARN_ON(!xa_empty(&pv->pv_ids));
+	xa_destroy(&pv->pv_ids);
+	kvfree(pv->slaves);
+	pv->slaves = NULL;
+}
+
+/**
+ * mlx4_ib_cm_paravirt_clean() - forget the id mappings of one or all VFs
+ * @dev: the device
+ * @slave: the VF, or -1 for all (device teardown)
+ *
+ * For one VF the entries move to TimeWait (their pv_cm_ids stay reserved);
+ * the work is deferred, so this may be called from the mlx4 event callback
+ * in atomic context.  Entries the VF creates after the call are kept.
+ * For -1 everything is freed at once and the cache is torn down.
+ *
+ * Context: any context for a single slave; process context for -1.
+ */
+void mlx4_ib_cm_paravirt_clean(struct mlx4_ib_dev *dev, int slave)
+{
+	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
+
+	if (!READ_ONCE(pv->ready))
+		return;
+	if (slave < 0) {
+		pvcm_teardown(pv);
+		return;
+	}
+	if (slave >= MLX4_MFUNC_MAX)
+		return;
+	atomic_inc(&pv->slaves[slave].epoch);
+	set_bit(slave, pv->clean_mask);
+	queue_work(cm_wq, &pv->clean_work);
+}
+
+/* the constructor also keeps the cache unmerged, so leaks show by name */
+static void pvcm_entry_ctor(void *obj)
+{
+	struct pvcm_entry *e = obj;
+
+	refcount_set(&e->ref, 0);
+}
+
+int mlx4_ib_cm_init(void)
+{
+	cm_wq = alloc_workqueue("mlx4_ib_cm", 0, 0);
+	if (!cm_wq)
+		return -ENOMEM;
+	pvcm_cache = kmem_cache_create(PVCM_CACHE_NAME,
+				       sizeof(struct pvcm_entry), 0, 0,
+				       pvcm_entry_ctor);
+	if (!pvcm_cache) {
+		destroy_workqueue(cm_wq);
+		return -ENOMEM;
+	}
+	pvcm_debugfs_root = debugfs_create_dir(PVCM_DEBUGFS_ROOT, NULL);
+	if (IS_ERR(pvcm_debugfs_root))
+		pvcm_debugfs_root = NULL;
+	return 0;
+}
+
+void mlx4_ib_cm_destroy(void)
+{
+	debugfs_remove(pvcm_debugfs_root);
+	pvcm_debugfs_root = NULL;
+	destroy_workqueue(cm_wq);
+	rcu_barrier();		/* entries and routes freed by RCU callbacks */
+	kmem_cache_destroy(pvcm_cache);
+}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * PV-CM id cache of the mlx4_ib SR-IOV master.
+ *
+ * The master function proxies the CM MADs of every VF.  A VF picks its own
+ * local communication ids, so the master maps (slave, sl_cm_id) to a
+ * device-unique pv_cm_id on the way out and back on the way in.  See
+ * Documentation/infiniband/mlx4-pvcm.rst for the design.
+ */
+#ifndef MLX4_IB_PVCM_H
+#define MLX4_IB_PVCM_H
+
+#include <linux/types.h>
+#include <linux/atomic.h>
+#include <linux/bitmap.h>
+#include <linux/list.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+#include <linux/rhashtable-types.h>
+#include <linux/mlx4/device.h>
+
+struct dentry;
+struct mlx4_ib_dev;
+
+/**
+ * struct mlx4_ib_pvcm_slave - per-VF part of the PV-CM id cache
+ * @pending: entries whose connection is not established yet, oldest
+ *	deadline first; they are released when the deadline passes
+ * @established: entries of established connections (no deadline)
+ * @timewait: released entries, oldest deadline first; freed at the deadline
+ * @nr_live: entries on @pending and @established
+ * @nr_timewait: entries on @timewait
+ * @allocated: entries ever created for this slave
+ * @freed: entries of this slave whose memory was given back
+ * @dropped: MADs of (or for) this slave that were dropped
+ * @cap_hits: MADs dropped because the slave hit its entry cap
+ * @epoch: bumped by a per-slave clean; entries of an older epoch are stale
+ *
+ * The lists and the first four counters are protected by
+ * &struct mlx4_ib_pvcm.lock; @dropped, @cap_hits and @epoch are atomics.
+ */
+struct mlx4_ib_pvcm_slave {
+	struct list_head pending;
+	struct list_head established;
+	struct list_head timewait;
+	u32 nr_live;
+	u32 nr_timewait;
+	u64 allocated;
+	u64 freed;
+	atomic_long_t dropped;
+	atomic_long_t cap_hits;
+	atomic_t epoch;
+};
+
+/**
+ * struct mlx4_ib_pvcm - PV-CM id cache of one mlx4_ib device
+ * @lock: protects the per-slave lists and counters, entry state and
+ *	deadlines, membership of entries in @sl_ids and @pv_ids, the
+ *	REJ(timeout) route FIFO and the reaper bookkeeping below
+ * @pv_ids: pv_cm_id -> entry; read under RCU, written under @lock
+ * @pv_next: cyclic allocation cursor of @pv_ids (under the xa_lock)
+ * @sl_ids: (slave, sl_cm_id) -> current entry; read under RCU
+ * @routes: (port, remote comm id, remote CA GUID) -> slave for incoming
+ *	REQs, so that a REJ(timeout) without a remote id can be routed
+ * @route_fifo: the routes, oldest deadline first
+ * @nr_routes: number of routes
+ * @slaves: MLX4_MFUNC_MAX per-slave structures
+ * @reaper: the one delayed work that expires entries and routes
+ * @reaper_at: jiffies the reaper is armed for, valid if @reaper_armed
+ * @reaper_armed: @reaper is queued
+ * @dying: set by the full clean; nothing is re-armed any more
+ * @ready: set once init succeeded, the handlers drop MADs otherwise
+ * @clean_work: performs the per-slave cleans requested in @clean_mask
+ * @clean_mask: slaves whose clean was requested (atomic bitops)
+ * @dropped: dropped MADs that cannot be charged to a slave
+ * @debugfs: this device's debugfs directory
+ */
+struct mlx4_ib_pvcm {
+	spinlock_t lock; /* lists, counters, index membership: see @lock */
+	struct xarray pv_ids;
+	u32 pv_next;
+	struct rhashtable sl_ids;
+	struct rhashtable routes;
+	struct list_head route_fifo;
+	u32 nr_routes;
+	struct mlx4_ib_pvcm_slave *slaves;
+	struct delayed_work reaper;
+	u32 reaper_at;
+	bool reaper_armed;
+	bool dying;
+	bool ready;
+	struct work_struct clean_work;
+	DECLARE_BITMAP(clean_mask, MLX4_MFUNC_MAX);
+	atomic_long_t dropped;
+	struct dentry *debugfs;
+};
+
+/**
+ * struct mlx4_ib_pvcm_stats - counters of the PV-CM id cache
+ * @live: entries of connections not yet released
+ * @timewait: released entries whose pv_cm_id is still reserved
+ * @allocated: entries created
+ * @freed: entries freed
+ * @dropped: MADs dropped (malformed, unknown id, over cap, no memory)
+ * @cap_hits: MADs dropped because a slave hit its cap
+ * @routes: REJ(timeout) routes (device totals only)
+ */
+struct mlx4_ib_pvcm_stats {
+	u64 live;
+	u64 timewait;
+	u64 allocated;
+	u64 freed;
+	u64 dropped;
+	u64 cap_hits;
+	u64 routes;
+};
+
+int mlx4_ib_pvcm_get_stats(struct mlx4_ib_dev *dev, int slave,
+			   struct mlx4_ib_pvcm_stats *st);
+
+#endif /* MLX4_IB_PVCM_H */
