@@ -1,0 +1,914 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * White-box test of the mlx4_ib PV-CM id cache.
+ *
+ * The module builds the real cm.c (static functions included) with short
+ * timeouts and fault injection, drives it with synthetic CM MADs through a
+ * fake master device, and prints KTAP.  Loading fails with -EINVAL when any
+ * check fails.  Every case ends by proving the cache empty.
+ */
+#define MLX4_IB_PVCM_TEST 1
+#define PVCM_DEBUGFS_ROOT "mlx4_ib_pvcm_test"
+#define PVCM_CACHE_NAME "mlx4_ib_pvcm_test"
+
+#include "cm.c"
+
+/* KTAP lines must start at the beginning of the message */
+#undef pr_fmt
+#define pr_fmt(fmt) fmt
+
+#include <linux/delay.h>
+#include <linux/kthread.h>
+#include <linux/random.h>
+
+#define T_SLAVES	16
+#define T_PORT		1
+#define T_GID_BASE	0x0002c90300a00000ULL	/* + slave = a VF's GID */
+#define T_PEER_GUID_A	cpu_to_be64(0x0002c90300f0000aULL)
+#define T_PEER_GUID_B	cpu_to_be64(0x0002c90300f0000bULL)
+
+static struct mlx4_ib_dev *t_dev;
+static struct mlx4_dev *t_mdev;
+static bool t_case_ok;
+
+#define t_pv (&t_dev->sriov.pvcm)
+
+/* the one mad.c function cm.c calls: GID interface id -> slave */
+int mlx4_ib_find_real_gid(struct ib_device *ibdev, u32 port, __be64 guid)
+{
+	u64 id = be64_to_cpu(guid);
+
+	if (port != T_PORT || id < T_GID_BASE || id >= T_GID_BASE + T_SLAVES)
+		return -1;
+	return id - T_GID_BASE;
+}
+
+#define T_EXPECT(cond)							\
+	do {								\
+		if (!(cond)) {						\
+			pr_info("    # %s:%d: expected %s\n", __func__,	\
+				__LINE__, #cond);			\
+			t_case_ok = false;				\
+		}							\
+	} while (0)
+
+#define T_EXPECT_EQ(a, b)						\
+	do {								\
+		long long _a = (a), _b = (b);				\
+		if (_a != _b) {						\
+			pr_info("    # %s:%d: %s == %lld, expected %lld\n", \
+				__func__, __LINE__, #a, _a, _b);	\
+			t_case_ok = false;				\
+		}							\
+	} while (0)
+
+/* ---- synthetic MADs ---------------------------------------------------- */
+
+static void t_mad(struct ib_mad *mad, __be16 attr, u32 local, u32 remote)
+{
+	memset(mad, 0, sizeof(*mad));
+	mad->mad_hdr.base_version = IB_MGMT_BASE_VERSION;
+	mad->mad_hdr.mgmt_class = IB_MGMT_CLASS_CM;
+	mad->mad_hdr.class_version = PVCM_CM_CLASS_VERSION;
+	mad->mad_hdr.method = IB_MGMT_METHOD_SEND;
+	mad->mad_hdr.attr_id = attr;
+	put_unaligned_be32(local, mad->data);
+	if (attr != CM_SIDR_REQ_ATTR_ID && attr != CM_SIDR_REP_ATTR_ID &&
+	    attr != CM_REQ_ATTR_ID)
+		put_unaligned_be32(remote, mad->data + 4);
+}
+
+/* a REQ from a remote peer with CA GUID @guid to the VF @slave */
+static void t_req_in(struct ib_mad *mad, u32 local, __be64 guid, int slave)
+{
+	union ib_gid dgid = {};
+
+	t_mad(mad, CM_REQ_ATTR_ID, local, 0);
+	memcpy(mad->data + 16, &guid, sizeof(guid));
+	dgid.global.interface_id = cpu_to_be64(T_GID_BASE + slave);
+	memcpy(mad->data + 72, &dgid, sizeof(dgid));
+}
+
+static void t_rej(struct ib_mad *mad, u32 local, u32 remote, u16 reason,
+		  const __be64 *ari_guid)
+{
+	struct cm_rej_msg *rej = (struct cm_rej_msg *)mad;
+
+	t_mad(mad, CM_REJ_ATTR_ID, local, remote);
+	IBA_SET(CM_REJ_REASON, rej, reason);
+	if (ari_guid) {
+		IBA_SET(CM_REJ_REJECTED_INFO_LENGTH, rej, sizeof(*ari_guid));
+		memcpy(IBA_GET_MEM_PTR(CM_REJ_ARI, rej), ari_guid,
+		       sizeof(*ari_guid));
+	}
+}
+
+static u32 t_local(const struct ib_mad *mad)
+{
+	return get_unaligned_be32(mad->data);
+}
+
+static u32 t_remote(const struct ib_mad *mad)
+{
+	if (mad->mad_hdr.attr_id == CM_SIDR_REP_ATTR_ID)
+		return get_unaligned_be32(mad->data);
+	return get_unaligned_be32(mad->data + 4);
+}
+
+static int t_mux(int slave, struct ib_mad *mad)
+{
+	return mlx4_ib_multiplex_cm_handler(&t_dev->ib_dev, T_PORT, slave,
+					    mad);
+}
+
+static int t_dmx(struct ib_mad *mad, int *slave)
+{
+	*slave = -1;
+	return mlx4_ib_demux_cm_handler(&t_dev->ib_dev, T_PORT, slave, mad);
+}
+
+static struct mlx4_ib_pvcm_stats t_stats(int slave)
+{
+	struct mlx4_ib_pvcm_stats st;
+
+	mlx4_ib_pvcm_get_stats(t_dev, slave, &st);
+	return st;
+}
+
+/* VF @slave sends @attr for its id @sl; returns the pv id on the wire */
+static u32 t_out(int slave, __be16 attr, u32 sl, u32 remote, int *err)
+{
+	struct ib_mad mad;
+
+	t_mad(&mad, attr, sl, remote);
+	*err = t_mux(slave, &mad);
+	return t_local(&mad);
+}
+
+/*
+ * Wait until nothing is live, in TimeWait or routed, then prove the cache
+ * empty: counters balance, no index holds anything, every object is back.
+ */
+static void t_settle(void)
+{
+	unsigned long until = jiffies + 5 * HZ;
+	struct mlx4_ib_pvcm_stats st;
+
+	for (;;) {
+		flush_work(&t_pv->clean_work);
+		st = t_stats(-1);
+		if (!st.live && !st.timewait && !st.routes)
+			break;
+		if (time_after(jiffies, until)) {
+			pr_info("    # settle: live %llu timewait %llu routes %llu\n",
+				st.live, st.timewait, st.routes);
+			t_case_ok = false;
+			return;
+		}
+		msleep(20);
+	}
+	rcu_barrier();
+	T_EXPECT_EQ(st.allocated, st.freed);
+	T_EXPECT(xa_empty(&t_pv->pv_ids));
+	T_EXPECT_EQ(atomic_read(&t_pv->sl_ids.nelems), 0);
+	T_EXPECT_EQ(atomic_read(&t_pv->routes.nelems), 0);
+	T_EXPECT_EQ(atomic_long_read(&pvcm_objects), 0);
+}
+
+static bool t_wait_freed(u32 pv_cm_id)
+{
+	unsigned long until = jiffies + 3 * HZ;
+
+	while (xa_load(&t_pv->pv_ids, pv_cm_id)) {
+		if (time_after(jiffies, until))
+			return false;
+		msleep(20);
+	}
+	return true;
+}
+
+/* ---- cases --------------------------------------------------------------- */
+
+/* the VF opens and closes a connection; the remote answers */
+static void t_conn_active(void)
+{
+	const int s = 1;
+	struct ib_mad mad;
+	int err, to;
+	u32 pv;
+
+	pv = t_out(s, CM_REQ_ATTR_ID, 0x111, 0, &err);
+	T_EXPECT_EQ(err, 0);
+	T_EXPECT(pv != 0);
+	T_EXPECT_EQ(t_stats(s).live, 1);
+
+	t_mad(&mad, CM_REP_ATTR_ID, 0xaaa, pv);
+	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	T_EXPECT_EQ(to, s);
+	T_EXPECT_EQ(t_remote(&mad), 0x111);
+	T_EXPECT_EQ(t_local(&mad), 0xaaa);
+
+	T_EXPECT_EQ(t_out(s, CM_RTU_ATTR_ID, 0x111, 0xaaa, &err), pv);
+	T_EXPECT_EQ(err, 0);
+	T_EXPECT_EQ(t_out(s, CM_DREQ_ATTR_ID, 0x111, 0xaaa, &err), pv);
+	T_EXPECT_EQ(t_stats(s).live, 0);
+	T_EXPECT_EQ(t_stats(s).timewait, 1);
+
+	/* the reply still finds its way back during TimeWait */
+	t_mad(&mad, CM_DREP_ATTR_ID, 0xaaa, pv);
+	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	T_EXPECT_EQ(to, s);
+	T_EXPECT_EQ(t_remote(&mad), 0x111);
+	t_settle();
+}
+
+/* a remote peer connects to the VF and disconnects */
+static void t_conn_passive(void)
+{
+	const int s = 2;
+	struct ib_mad mad;
+	int err, to;
+	u32 pv;
+
+	t_req_in(&mad, 0xbbb, T_PEER_GUID_A, s);
+	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	T_EXPECT_EQ(to, s);
+	T_EXPECT_EQ(t_local(&mad), 0xbbb);
+
+	pv = t_out(s, CM_REP_ATTR_ID, 0x222, 0xbbb, &err);
+	T_EXPECT_EQ(err, 0);
+	T_EXPECT(pv != 0);
+
+	t_mad(&mad, CM_RTU_ATTR_ID, 0xbbb, pv);
+	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	T_EXPECT_EQ(to, s);
+	T_EXPECT_EQ(t_remote(&mad), 0x222);
+
+	t_mad(&mad, CM_DREQ_ATTR_ID, 0xbbb, pv);
+	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	T_EXPECT_EQ(t_remote(&mad), 0x222);
+	T_EXPECT_EQ(t_stats(s).timewait, 1);
+
+	T_EXPECT_EQ(t_out(s, CM_DREP_ATTR_ID, 0x222, 0xbbb, &err), pv);
+	T_EXPECT_EQ(err, 0);
+	T_EXPECT_EQ(t_stats(s).allocated, 1);
+	t_settle();
+}
+
+/* a released pv id stays reserved for TimeWait, then becomes free again */
+static void t_timewait(void)
+{
+	const int s = 3;
+	int err;
+	u32 pv, pv2, pv3;
+
+	pv = t_out(s, CM_REQ_ATTR_ID, 0x301, 0, &err);
+	t_out(s, CM_DREQ_ATTR_ID, 0x301, 0, &err);
+	T_EXPECT(xa_load(&t_pv->pv_ids, pv));
+
+	/* point the cyclic allocator at the reserved id */
+	t_pv->pv_next = pv;
+	pv2 = t_out(s, CM_REQ_ATTR_ID, 0x302, 0, &err);
+	T_EXPECT_EQ(err, 0);
+	T_EXPECT(pv2 != pv);
+
+	T_EXPECT(t_wait_freed(pv));
+	t_pv->pv_next = pv;
+	pv3 = t_out(s, CM_REQ_ATTR_ID, 0x303, 0, &err);
+	T_EXPECT_EQ(pv3, pv);
+
+	t_out(s, CM_DREQ_ATTR_ID, 0x302, 0, &err);
+	t_out(s, CM_DREQ_ATTR_ID, 0x303, 0, &err);
+	t_settle();
+}
+
+/* old leak: the remote rejects the VF's REQ */
+static void t_rej_in(void)
+{
+	const int s = 4;
+	struct ib_mad mad;
+	int err, to;
+	u32 pv;
+
+	pv = t_out(s, CM_REQ_ATTR_ID, 0x401, 0, &err);
+	t_rej(&mad, 0xccc, pv, IB_CM_REJ_CONSUMER_DEFINED, NULL);
+	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	T_EXPECT_EQ(to, s);
+	T_EXPECT_EQ(t_remote(&mad), 0x401);
+	T_EXPECT_EQ(t_stats(s).timewait, 1);
+	t_settle();
+}
+
+/* the VF rejects after REQ/REP: its REJ ends the mapping */
+static void t_rej_out(void)
+{
+	const int s = 5;
+	struct ib_mad mad;
+	int err, to;
+	u32 pv;
+
+	/* VF was active: REQ, then gives up with a REJ */
+	pv = t_out(s, CM_REQ_ATTR_ID, 0x501, 0, &err);
+	t_rej(&mad, 0x501, 0xddd, IB_CM_REJ_CONSUMER_DEFINED, NULL);
+	T_EXPECT_EQ(t_mux(s, &mad), 0);
+	T_EXPECT_EQ(t_local(&mad), pv);
+
+	/* VF was passive: remote REQ, VF REP, then VF REJ */
+	t_req_in(&mad, 0xeee, T_PEER_GUID_A, s);
+	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	pv = t_out(s, CM_REP_ATTR_ID, 0x502, 0xeee, &err);
+	t_rej(&mad, 0x502, 0xeee, IB_CM_REJ_CONSUMER_DEFINED, NULL);
+	T_EXPECT_EQ(t_mux(s, &mad), 0);
+	T_EXPECT_EQ(t_local(&mad), pv);
+	T_EXPECT_EQ(t_stats(s).live, 0);
+	T_EXPECT_EQ(t_stats(s).timewait, 2);
+
+	/* a REJ of a REQ the VF never answered maps nothing, passes as is */
+	t_rej(&mad, 0x503, 0xfff, IB_CM_REJ_CONSUMER_DEFINED, NULL);
+	T_EXPECT_EQ(t_mux(s, &mad), 0);
+	T_EXPECT_EQ(t_local(&mad), 0x503);
+	T_EXPECT_EQ(t_stats(s).allocated, 2);
+	t_settle();
+}
+
+/* old race: DREQ, DREP, then the VF reuses its id for a new connection */
+static void t_dreq_reuse(void)
+{
+	const int s = 6;
+	struct ib_mad mad;
+	int err, to;
+	u32 pv1, pv2;
+
+	pv1 = t_out(s, CM_REQ_ATTR_ID, 0x601, 0, &err);
+	t_out(s, CM_RTU_ATTR_ID, 0x601, 0x1, &err);
+	t_out(s, CM_DREQ_ATTR_ID, 0x601, 0x1, &err);
+	t_mad(&mad, CM_DREP_ATTR_ID, 0x1, pv1);
+	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
+
+	pv2 = t_out(s, CM_REQ_ATTR_ID, 0x601, 0, &err);
+	T_EXPECT_EQ(err, 0);
+	T_EXPECT(pv2 != pv1);
+	t_out(s, CM_RTU_ATTR_ID, 0x601, 0x2, &err);
+
+	/* the old connection's TimeWait ends: the new one must survive */
+	T_EXPECT(t_wait_freed(pv1));
+	T_EXPECT_EQ(t_out(s, CM_LAP_ATTR_ID, 0x601, 0x2, &err), pv2);
+	T_EXPECT_EQ(err, 0);
+	t_mad(&mad, CM_APR_ATTR_ID, 0x2, pv2);
+	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	T_EXPECT_EQ(t_remote(&mad), 0x601);
+
+	t_out(s, CM_DREQ_ATTR_ID, 0x601, 0x2, &err);
+	T_EXPECT_EQ(err, 0);
+	t_settle();
+	T_EXPECT_EQ(t_stats(s).freed, 2);
+}
+
+/* a reader's pin keeps the memory while the reaper frees the entry */
+static void t_pin_vs_reap(void)
+{
+	const int s = 4;
+	struct pvcm_entry *e;
+	int err;
+	u32 pv;
+
+	pv = t_out(s, CM_REQ_ATTR_ID, 0xe01, 0, &err);
+	e = pvcm_pin_pv(t_pv, pv);
+	T_EXPECT(e);
+	if (!e)
+		return;
+	t_out(s, CM_DREQ_ATTR_ID, 0xe01, 0, &err);
+	T_EXPECT(t_wait_freed(pv));
+
+	/* unlinked, but not freed: the pin is the last reference */
+	rcu_barrier();
+	T_EXPECT_EQ(READ_ONCE(e->state), PVCM_DEAD);
+	T_EXPECT_EQ(refcount_read(&e->ref), 1);
+	T_EXPECT_EQ(atomic_long_read(&pvcm_objects), 1);
+	T_EXPECT(!pvcm_pin_pv(t_pv, pv));
+	T_EXPECT(!pvcm_pin_sl(t_pv, s, 0xe01));
+
+	/* a late event on the dead entry changes nothing */
+	pvcm_event(t_pv, e, PVCM_EV_RELEASE);
+	T_EXPECT_EQ(t_stats(s).timewait, 0);
+	T_EXPECT(!xa_load(&t_pv->pv_ids, pv));
+
+	pvcm_put(e);
+	t_settle();
+}
+
+/* connections that never reach RTU expire */
+static void t_never_rtu(void)
+{
+	const int s = 7;
+	int err;
+	u32 pv, pv2;
+
+	pv = t_out(s, CM_REP_ATTR_ID, 0x701, 0x9, &err);
+	pv2 = t_out(s, CM_REP_ATTR_ID, 0x701, 0x9, &err);	/* duplicate */
+	T_EXPECT_EQ(pv2, pv);
+	t_out(s, CM_REQ_ATTR_ID, 0x702, 0, &err);
+	T_EXPECT_EQ(t_stats(s).allocated, 2);
+	T_EXPECT_EQ(t_stats(s).live, 2);
+	T_EXPECT(t_wait_freed(pv));
+	t_settle();
+}
+
+/* SIDR: the request maps, the reply releases; the VF's replies pass */
+static void t_sidr(void)
+{
+	const int s = 8;
+	struct ib_mad mad;
+	int err, to;
+	u32 pv;
+
+	pv = t_out(s, CM_SIDR_REQ_ATTR_ID, 0x801, 0, &err);
+	T_EXPECT_EQ(err, 0);
+	T_EXPECT_EQ(t_stats(s).live, 1);
+	t_mad(&mad, CM_SIDR_REP_ATTR_ID, pv, 0);
+	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	T_EXPECT_EQ(to, s);
+	T_EXPECT_EQ(t_remote(&mad), 0x801);
+	T_EXPECT_EQ(t_stats(s).live, 0);
+	T_EXPECT_EQ(t_stats(s).timewait, 1);
+
+	/* the VF answers a remote SIDR_REQ: nothing to map */
+	t_mad(&mad, CM_SIDR_REP_ATTR_ID, 0x5151, 0);
+	T_EXPECT_EQ(t_mux(s, &mad), 0);
+	T_EXPECT_EQ(t_local(&mad), 0x5151);
+	T_EXPECT_EQ(t_stats(s).allocated, 1);
+	t_settle();
+}
+
+/* a (slave, sl_cm_id) allocated again: the old entry keeps its release */
+static void t_realloc(void)
+{
+	const int s = 9;
+	struct pvcm_entry *e;
+	int err;
+	u32 pv1, pv2;
+
+	pv1 = t_out(s, CM_REQ_ATTR_ID, 0x901, 0, &err);
+	t_out(s, CM_DREQ_ATTR_ID, 0x901, 0, &err);
+	pv2 = t_out(s, CM_REQ_ATTR_ID, 0x901, 0, &err);
+	T_EXPECT(pv1 != pv2);
+	T_EXPECT_EQ(t_stats(s).live, 1);
+	T_EXPECT_EQ(t_stats(s).timewait, 1);
+
+	e = xa_load(&t_pv->pv_ids, pv1);
+	T_EXPECT(e && !e->indexed && e->state == PVCM_TIMEWAIT);
+	e = xa_load(&t_pv->pv_ids, pv2);
+	T_EXPECT(e && e->indexed && e->state == PVCM_PENDING);
+
+	/* the next DREQ ends the new connection, not the old one again */
+	T_EXPECT_EQ(t_out(s, CM_DREQ_ATTR_ID, 0x901, 0, &err), pv2);
+	T_EXPECT_EQ(t_stats(s).timewait, 2);
+	t_settle();
+	T_EXPECT_EQ(t_stats(s).freed, 2);
+}
+
+/* a VF reset cleans that VF only, and not what it creates afterwards */
+static void t_clean_slave(void)
+{
+	const int a = 10, b = 11;
+	unsigned long flags;
+	int err, i;
+	u32 pv, pvn;
+
+	for (i = 0; i < 3; i++)
+		t_out(a, CM_REQ_ATTR_ID, 0xa00 + i, 0, &err);
+	pv = t_out(b, CM_REQ_ATTR_ID, 0xb00, 0, &err);
+	t_out(b, CM_RTU_ATTR_ID, 0xb00, 1, &err);
+	t_out(b, CM_REQ_ATTR_ID, 0xb01, 0, &err);
+	t_out(b, CM_RTU_ATTR_ID, 0xb01, 1, &err);
+
+	/* the mlx4 event calls this with interrupts off */
+	local_irq_save(flags);
+	mlx4_ib_cm_paravirt_clean(t_dev, a);
+	local_irq_restore(flags);
+	/* the restarted VF reuses one of its ids before the clean work ran */
+	pvn = t_out(a, CM_REQ_ATTR_ID, 0xa00, 0, &err);
+	T_EXPECT_EQ(err, 0);
+	flush_work(&t_pv->clean_work);
+
+	T_EXPECT_EQ(t_stats(a).live, 1);
+	T_EXPECT_EQ(t_stats(a).timewait, 3);
+	T_EXPECT_EQ(t_stats(b).live, 2);
+	T_EXPECT_EQ(t_out(b, CM_LAP_ATTR_ID, 0xb00, 1, &err), pv);
+	T_EXPECT_EQ(err, 0);
+	T_EXPECT_EQ(t_out(a, CM_RTU_ATTR_ID, 0xa00, 1, &err), pvn);
+	T_EXPECT_EQ(err, 0);
+	/* a stale id of the old VF instance is gone */
+	t_out(a, CM_RTU_ATTR_ID, 0xa01, 1, &err);
+	T_EXPECT_EQ(err, -ENOENT);
+
+	mlx4_ib_cm_paravirt_clean(t_dev, a);
+	mlx4_ib_cm_paravirt_clean(t_dev, b);
+	t_settle();
+}
+
+/* a VF at its cap is refused; the other VFs are not */
+static void t_cap(void)
+{
+	const int a = 12, b = 13;
+	unsigned int old = pvcm_max_per_vf;
+	struct mlx4_ib_pvcm_stats st;
+	int err, i;
+
+	pvcm_max_per_vf = 4;
+	for (i = 0; i < 4; i++) {
+		t_out(a, CM_REQ_ATTR_ID, 0xc00 + i, 0, &err);
+		T_EXPECT_EQ(err, 0);
+	}
+	t_out(a, CM_REQ_ATTR_ID, 0xc10, 0, &err);
+	T_EXPECT_EQ(err, -EDQUOT);
+	t_out(b, CM_REQ_ATTR_ID, 0xc10, 0, &err);
+	T_EXPECT_EQ(err, 0);
+
+	/* TimeWait entries still count */
+	t_out(a, CM_DREQ_ATTR_ID, 0xc00, 0, &err);
+	t_out(a, CM_REQ_ATTR_ID, 0xc11, 0, &err);
+	T_EXPECT_EQ(err, -EDQUOT);
+	st = t_stats(a);
+	T_EXPECT_EQ(st.cap_hits, 2);
+	T_EXPECT_EQ(st.dropped, 2);
+	T_EXPECT_EQ(st.allocated, 4);
+	T_EXPECT_EQ(t_stats(b).cap_hits, 0);
+
+	mlx4_ib_cm_paravirt_clean(t_dev, a);
+	mlx4_ib_cm_paravirt_clean(t_dev, b);
+	t_settle();
+	t_out(a, CM_REQ_ATTR_ID, 0xc12, 0, &err);
+	T_EXPECT_EQ(err, 0);
+	t_out(a, CM_DREQ_ATTR_ID, 0xc12, 0, &err);
+	pvcm_max_per_vf = old;
+	t_settle();
+}
+
+/* REJ(timeout) from two remote peers that use the same comm id */
+static void t_rej_timeout_route(void)
+{
+	const int a = 14, b = 15;
+	__be64 ga = T_PEER_GUID_A, gb = T_PEER_GUID_B;
+	__be64 gx = cpu_to_be64(0x1234);
+	struct ib_mad mad;
+	int to;
+
+	t_req_in(&mad, 0x999, ga, a);
+	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	T_EXPECT_EQ(to, a);
+	t_req_in(&mad, 0x999, gb, b);
+	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	T_EXPECT_EQ(to, b);
+	T_EXPECT_EQ(t_stats(-1).routes, 2);
+
+	t_rej(&mad, 0x999, 0, IB_CM_REJ_TIMEOUT, &gb);
+	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	T_EXPECT_EQ(to, b);
+	t_rej(&mad, 0x999, 0, IB_CM_REJ_TIMEOUT, &ga);
+	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	T_EXPECT_EQ(to, a);
+	t_rej(&mad, 0x999, 0, IB_CM_REJ_TIMEOUT, &gx);
+	T_EXPECT_EQ(t_dmx(&mad, &to), -ENOENT);
+	/* remote id 0 never matches a pv id */
+	t_rej(&mad, 0x998, 0, IB_CM_REJ_CONSUMER_DEFINED, NULL);
+	T_EXPECT_EQ(t_dmx(&mad, &to), -ENOENT);
+
+	/* a REQ for a GID no VF owns is dropped */
+	t_req_in(&mad, 0x997, ga, T_SLAVES + 3);
+	T_EXPECT_EQ(t_dmx(&mad, &to), -ENOENT);
+	t_settle();
+}
+
+/* malformed and unexpected MADs are dropped with an error and counted */
+static void t_malformed(void)
+{
+	const int s = 3;
+	struct mlx4_ib_pvcm_stats before = t_stats(s), after;
+	long dev_before = atomic_long_read(&t_pv->dropped);
+	struct ib_mad mad, orig;
+	int to;
+	u32 id;
+
+	t_mad(&mad, cpu_to_be16(0x30), 0x1, 0x2);
+	orig = mad;
+	T_EXPECT_EQ(t_mux(s, &mad), -EINVAL);
+	T_EXPECT(!memcmp(&mad, &orig, sizeof(mad)));
+	t_mad(&mad, cpu_to_be16(0x01), 0x1, 0x2);	/* ClassPortInfo */
+	T_EXPECT_EQ(t_mux(s, &mad), -EINVAL);
+
+	t_mad(&mad, CM_REQ_ATTR_ID, 0x1, 0);
+	T_EXPECT_EQ(pvcm_multiplex(t_dev, T_PORT, s, &mad, 64), -EMSGSIZE);
+	mad.mad_hdr.class_version = 1;
+	T_EXPECT_EQ(t_mux(s, &mad), -EPROTO);
+	mad.mad_hdr.class_version = PVCM_CM_CLASS_VERSION;
+	mad.mad_hdr.mgmt_class = IB_MGMT_CLASS_SUBN_ADM;
+	T_EXPECT_EQ(t_mux(s, &mad), -EPROTO);
+
+	/* ids not in the cache */
+	t_mad(&mad, CM_DREQ_ATTR_ID, 0x4242, 0x1);
+	T_EXPECT_EQ(t_mux(s, &mad), -ENOENT);
+	T_EXPECT_EQ(t_local(&mad), 0x4242);
+	t_mad(&mad, CM_RTU_ATTR_ID, 0x1, 0x7fff0001);
+	T_EXPECT_EQ(t_dmx(&mad, &to), -ENOENT);
+	T_EXPECT_EQ(t_remote(&mad), 0x7fff0001);
+
+	/* SIDR_REP has no local id of the sender's own */
+	t_mad(&mad, CM_SIDR_REP_ATTR_ID, 0x5, 0);
+	T_EXPECT_EQ(pvcm_local_id(&mad, &id), -EPROTO);
+	T_EXPECT_EQ(pvcm_set_local_id(&mad, 7), -EPROTO);
+	t_mad(&mad, CM_SIDR_REQ_ATTR_ID, 0x5, 0);
+	T_EXPECT_EQ(pvcm_remote_id(&mad, &id), -EPROTO);
+
+	/* a slave number out of range */
+	t_mad(&mad, CM_REQ_ATTR_ID, 0x1, 0);
+	T_EXPECT_EQ(t_mux(MLX4_MFUNC_MAX, &mad), -EINVAL);
+
+	after = t_stats(s);
+	T_EXPECT_EQ(after.dropped - before.dropped, 6);
+	T_EXPECT_EQ(after.allocated, before.allocated);
+	T_EXPECT_EQ(atomic_long_read(&t_pv->dropped) - dev_before, 2);
+	t_settle();
+}
+
+/* fail every allocation of the multiplex and demux paths in turn */
+static void t_fail_nth(void)
+{
+	const int s = 2;
+	struct ib_mad mad;
+	int n, err, to, failures = 0;
+	u32 pv = 0;
+
+	for (n = 1; n <= 10; n++) {
+		atomic_set(&pvcm_test_fail_nth, n);
+		t_mad(&mad, CM_REQ_ATTR_ID, 0xf00 + n, 0);
+		err = t_mux(s, &mad);
+		if (atomic_read(&pvcm_test_fail_nth)) {
+			/* fewer allocation sites than n: it must succeed */
+			T_EXPECT_EQ(err, 0);
+			pv = t_local(&mad);
+			atomic_set(&pvcm_test_fail_nth, 0);
+			break;
+		}
+		failures++;
+		T_EXPECT_EQ(err, -ENOMEM);
+		T_EXPECT_EQ(t_local(&mad), 0xf00 + n);
+		T_EXPECT_EQ(t_stats(s).live, 0);
+		rcu_barrier();
+		T_EXPECT_EQ(atomic_long_read(&pvcm_objects), 0);
+		T_EXPECT(xa_empty(&t_pv->pv_ids));
+	}
+	T_EXPECT_EQ(failures, 3);	/* entry, pv id, index */
+	T_EXPECT(pv != 0);
+	t_out(s, CM_DREQ_ATTR_ID, 0xf00 + n, 0, &err);
+	T_EXPECT_EQ(err, 0);
+
+	/* the REQ route is best effort: the REQ is still delivered */
+	atomic_set(&pvcm_test_fail_nth, 1);
+	t_req_in(&mad, 0xf77, T_PEER_GUID_A, s);
+	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	T_EXPECT_EQ(to, s);
+	T_EXPECT_EQ(atomic_read(&pvcm_test_fail_nth), 0);
+	T_EXPECT_EQ(t_stats(-1).routes, 0);
+	t_settle();
+}
+
+/* counters per slave and per device, and their debugfs home */
+static void t_counters(void)
+{
+	struct mlx4_ib_pvcm_stats st;
+	struct dentry *d;
+	int err;
+
+	t_out(1, CM_REQ_ATTR_ID, 0xd01, 0, &err);
+	t_out(2, CM_REQ_ATTR_ID, 0xd02, 0, &err);
+	t_out(2, CM_DREQ_ATTR_ID, 0xd02, 0, &err);
+	st = t_stats(2);
+	T_EXPECT_EQ(st.live, 0);
+	T_EXPECT_EQ(st.timewait, 1);
+	st = t_stats(-1);
+	T_EXPECT_EQ(st.live, 1);
+	T_EXPECT_EQ(st.timewait, 1);
+	T_EXPECT_EQ(st.allocated - st.freed, 2);
+	T_EXPECT_EQ(mlx4_ib_pvcm_get_stats(t_dev, MLX4_MFUNC_MAX, &st),
+		    -EINVAL);
+
+	d = debugfs_lookup("pvcm_test0", pvcm_debugfs_root);
+	T_EXPECT(!IS_ERR_OR_NULL(d));
+	dput(d);
+	T_EXPECT(!IS_ERR_OR_NULL(t_pv->debugfs));
+
+	t_out(1, CM_DREQ_ATTR_ID, 0xd01, 0, &err);
+	t_settle();
+}
+
+/* ---- stress ---------------------------------------------------------- */
+
+struct t_worker {
+	struct task_struct *task;
+	int slave;
+	unsigned long cycles;
+	unsigned long misses;
+	unsigned long bad;
+};
+
+/* full connection cycles with consistency checks on every rewrite */
+static int t_conn_thread(void *arg)
+{
+	struct t_worker *w = arg;
+	struct ib_mad mad;
+	int err, to;
+	u32 sl, pv;
+
+	while (!kthread_should_stop()) {
+		sl = get_random_u32() | 1;
+		pv = t_out(w->slave, CM_REQ_ATTR_ID, sl, 0, &err);
+		if (err) {
+			w->misses++;
+			goto next;
+		}
+		t_mad(&mad, CM_REP_ATTR_ID, 0x77, pv);
+		err = t_dmx(&mad, &to);
+		if (!err && (to != w->slave || t_remote(&mad) != sl))
+			w->bad++;
+		if (t_out(w->slave, CM_RTU_ATTR_ID, sl, 0x77, &err) != pv && !err)
+			w->bad++;
+		t_out(w->slave, CM_DREQ_ATTR_ID, sl, 0x77, &err);
+		if (err)
+			w->misses++;
+		t_mad(&mad, CM_DREP_ATTR_ID, 0x77, pv);
+		err = t_dmx(&mad, &to);
+		if (!err && (to != w->slave || t_remote(&mad) != sl))
+			w->bad++;
+		w->cycles++;
+next:
+		cond_resched();
+	}
+	return 0;
+}
+
+/* demultiplex random and recent ids; APR changes no state */
+static int t_probe_thread(void *arg)
+{
+	struct t_worker *w = arg;
+	struct pvcm_entry *e;
+	struct ib_mad mad;
+	int to;
+	u32 id;
+
+	while (!kthread_should_stop()) {
+		id = READ_ONCE(t_pv->pv_next) - (get_random_u32() % 8);
+		rcu_read_lock();
+		e = xa_load(&t_pv->pv_ids, id);
+		w->cycles += e ? 1 : 0;
+		rcu_read_unlock();
+		t_mad(&mad, CM_APR_ATTR_ID, 0x1, id);
+		if (!t_dmx(&mad, &to) && (to < 1 || to > 3))
+			w->bad++;
+		cond_resched();
+	}
+	return 0;
+}
+
+static int t_clean_thread(void *arg)
+{
+	struct t_worker *w = arg;
+
+	while (!kthread_should_stop()) {
+		mlx4_ib_cm_paravirt_clean(t_dev, 1 + get_random_u32() % 3);
+		w->cycles++;
+		msleep(30);
+	}
+	return 0;
+}
+
+static void t_stress(void)
+{
+	struct t_worker w[5] = {
+		{ .slave = 1 }, { .slave = 2 }, { .slave = 3 },
+	};
+	int i;
+
+	atomic_set(&pvcm_test_fail_nth, 0);
+	for (i = 0; i < 3; i++)
+		w[i].task = kthread_run(t_conn_thread, &w[i], "pvcm_conn%d", i);
+	w[3].task = kthread_run(t_probe_thread, &w[3], "pvcm_probe");
+	w[4].task = kthread_run(t_clean_thread, &w[4], "pvcm_clean");
+	for (i = 0; i < 5; i++)
+		if (IS_ERR(w[i].task)) {
+			T_EXPECT(!IS_ERR(w[i].task));
+			w[i].task = NULL;
+		}
+	msleep(2000);
+	for (i = 0; i < 5; i++)
+		if (w[i].task)
+			kthread_stop(w[i].task);
+	for (i = 0; i < 5; i++) {
+		T_EXPECT_EQ(w[i].bad, 0);
+		pr_info("    # stress worker %d: %lu cycles, %lu misses\n", i,
+			w[i].cycles, w[i].misses);
+	}
+	T_EXPECT(w[0].cycles > 0 && w[4].cycles > 0);
+	for (i = 1; i <= 3; i++)
+		mlx4_ib_cm_paravirt_clean(t_dev, i);
+	t_settle();
+}
+
+/* ---- runner ------------------------------------------------------------ */
+
+struct t_case {
+	const char *name;
+	void (*fn)(void);
+};
+
+static const struct t_case t_cases[] = {
+	{ "conn_active_round_trip", t_conn_active },
+	{ "conn_passive_round_trip", t_conn_passive },
+	{ "timewait_reserves_pv_id", t_timewait },
+	{ "remote_rej_releases", t_rej_in },
+	{ "vf_rej_after_req_rep_releases", t_rej_out },
+	{ "dreq_drep_id_reuse", t_dreq_reuse },
+	{ "pinned_entry_outlives_reap", t_pin_vs_reap },
+	{ "never_rtu_expires", t_never_rtu },
+	{ "sidr_rep_releases", t_sidr },
+	{ "realloc_no_orphan", t_realloc },
+	{ "per_slave_clean", t_clean_slave },
+	{ "per_vf_cap", t_cap },
+	{ "rej_timeout_two_peers", t_rej_timeout_route },
+	{ "malformed_dropped_counted", t_malformed },
+	{ "fail_nth_multiplex", t_fail_nth },
+	{ "counters_and_debugfs", t_counters },
+	{ "stress_mux_demux_clean", t_stress },
+};
+
+static int t_setup(void)
+{
+	t_mdev = kzalloc(sizeof(*t_mdev), GFP_KERNEL);
+	t_dev = kzalloc(sizeof(*t_dev), GFP_KERNEL);
+	if (!t_mdev || !t_dev)
+		goto err;
+	t_mdev->flags = MLX4_FLAG_MASTER;
+	t_dev->dev = t_mdev;
+	if (dev_set_name(&t_dev->ib_dev.dev, "pvcm_test0"))
+		goto err;
+	if (mlx4_ib_cm_init())
+		goto err;
+	mlx4_ib_cm_paravirt_init(t_dev);
+	if (!t_pv->ready) {
+		mlx4_ib_cm_destroy();
+		goto err;
+	}
+	return 0;
+err:
+	if (t_dev)
+		kfree_const(t_dev->ib_dev.dev.kobj.name);
+	kfree(t_dev);
+	kfree(t_mdev);
+	return -ENOMEM;
+}
+
+static void t_teardown(void)
+{
+	mlx4_ib_cm_paravirt_clean(t_dev, -1);
+	mlx4_ib_cm_destroy();
+	kfree_const(t_dev->ib_dev.dev.kobj.name);
+	kfree(t_dev);
+	kfree(t_mdev);
+}
+
+static int __init pvcm_test_init(void)
+{
+	unsigned int i, failed = 0;
+	int err;
+
+	BUILD_BUG_ON(sizeof(struct pvcm_entry) > 48);
+	if (t_setup())
+		return -ENOMEM;
+
+	pr_info("KTAP version 1\n");
+	pr_info("1..%zu\n", ARRAY_SIZE(t_cases));
+	for (i = 0; i < ARRAY_SIZE(t_cases); i++) {
+		t_case_ok = true;
+		t_cases[i].fn();
+		if (!t_case_ok)
+			failed++;
+		pr_info("%sok %u %s\n", t_case_ok ? "" : "not ", i + 1,
+			t_cases[i].name);
+	}
+
+	/* entries left for the final clean must be freed by it */
+	t_out(1, CM_REQ_ATTR_ID, 0x1, 0, &err);
+	t_teardown();
+	pr_info("# pvcm: %u of %zu cases failed\n", failed,
+		ARRAY_SIZE(t_cases));
+	return failed ? -EINVAL : 0;
+}
+
+static void __exit pvcm_test_exit(void)
+{
+}
+
+module_init(pvcm_test_init);
+module_exit(pvcm_test_exit);
+MODULE_DESCRIPTION("mlx4_ib PV-CM id cache test");
+MODULE_LICENSE("Dual BSD/GPL");
