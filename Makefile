@@ -38,7 +38,8 @@ KBUILD_FLAGS ?=
 build_dirs = $(foreach d,$(MODDIRS),$(if $(or $(findstring distro:,$(d)),\
 	$(wildcard $(TOP)/$(d)/Kbuild)),$(d)))
 
-.PHONY: all modules deps source check gates vm-test main help clean distclean
+.PHONY: all modules deps source check gates vm-test main help clean distclean \
+	patches dkms-deb bench-pvcm mutants replay
 
 all: modules
 
@@ -49,11 +50,20 @@ help:
 	@echo 'make gates        static gates only (checkpatch, sparse, W=1, kernel-doc, coccicheck)'
 	@echo 'make vm-test      VM tests only'
 	@echo 'make main         the main job: build, boot a VM, run rping/ib_send_bw, report'
+	@echo 'make patches      the kernel-style patch series, in build/patches'
+	@echo 'make dkms-deb     the DKMS package, in build/dkms'
+	@echo 'make bench-pvcm   benchmark: our PV-CM cache against the distro one'
+	@echo 'make mutants      cm.c mutants the PV-CM test module must kill'
+	@echo 'make replay       replay captured CM traffic through the PV-CM cache'
 	@echo 'make clean        remove build/<krel>; distclean removes build/'
 	@echo "KDIR=$(KDIR) KREL=$(KREL)"
 
+# NODEPS=1 (DKMS on a production host) never runs apt-get: the package's
+# Depends: bring what the build needs.
 deps:
+ifneq ($(NODEPS),1)
 	@$(TOP)/tools/install-deps.sh
+endif
 
 # The distro source, extracted once per clone (about 15 s).
 source: $(SRC)/.extracted
@@ -79,6 +89,26 @@ vm-test: modules
 
 main: modules
 	@$(TOP)/tools/testing/main-job --build $(BUILD)
+
+# The kernel-style patch series against linux-source-6.1, in build/patches.
+patches: source
+	@$(TOP)/tools/series/mkseries --src $(SRC) --out $(TOP)/build/patches
+
+# The DKMS package for running hosts, in build/dkms.
+dkms-deb:
+	@$(TOP)/tools/dkms/mkdeb --out $(TOP)/build/dkms
+
+# Benchmark (not a test): our PV-CM cache against the distro's, one guest.
+bench-pvcm: modules
+	@KDIR=$(KDIR) KREL=$(KREL) $(TOP)/tools/testing/bench/pvcm/run --skip-modules
+
+# Mutants of cm.c that the PV-CM test module must kill.
+mutants: modules
+	@$(TOP)/tools/testing/mutants/run --build $(BUILD) --kdir $(KDIR)
+
+# Replay of captured rping/ucmatose/udaddy CM traffic through the cache.
+replay: modules
+	@$(TOP)/tools/testing/replay/run --kdir $(KDIR) --vm
 
 check: deps source
 	@$(TOP)/tools/testing/check --kdir $(KDIR)

@@ -1,0 +1,28 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Guest side of test-dkms: with the DKMS package installed in the root the
+# guest boots from, a plain `modprobe` must load our modules from
+# updates/dkms, and what is loaded must be that module (out-of-tree
+# taint, same srcversion).
+
+# shellcheck source=SCRIPTDIR/../vm/guest-lib.sh
+. "$GUEST_LIB"
+
+for m in ib_cm mlx4_ib; do
+	file=$(modinfo -F filename "$m" 2>/dev/null)
+	echo "# $m resolves to $file"
+	tap_check "modprobe $m" modprobe "$m"
+	tap_check "$m resolves to updates/dkms" \
+		grep -q '/updates/dkms/' <<<"$file"
+	# The in-box modules are built in-tree; a DKMS build is not, so the
+	# kernel marks it out-of-tree ("O" taint).  Where the module has a
+	# srcversion, the loaded one must also be that of the file.
+	want=$(modinfo -F srcversion "$m" 2>/dev/null)
+	have=$(cat "/sys/module/$m/srcversion" 2>/dev/null)
+	taint=$(cat "/sys/module/$m/taint" 2>/dev/null)
+	echo "# $m: taint '$taint', srcversion loaded '$have', file '$want'"
+	tap_check "loaded $m is the DKMS one" \
+		test "${taint#*O}" != "$taint" -a "$have" = "$want"
+done
+exit "$TAP_FAILED"
