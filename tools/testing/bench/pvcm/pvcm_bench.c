@@ -1,0 +1,589 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Benchmark of an mlx4_ib PV-CM id cache implementation.
+ *
+ * The module is built once per implementation: CM_SOURCE names the cm.c to
+ * compile in (the distro's or ours, each next to the mlx4_ib.h it was
+ * written for) and PVCM_BENCH_IMPL names the variant in the output.  Only
+ * the entry points both implementations export are used, on a fake master
+ * device that has just the fields both need.
+ *
+ * For every size n: n connections spread over the slaves are opened (the
+ * VF multiplexes REQ then RTU with a distinct local id), the memory this
+ * costs is measured, then 1..k kthreads replay multiplex + demux pairs on
+ * random existing connections for a fixed time (or number of pairs), and
+ * everything is torn down the way the driver does it.  One line per
+ * (n, threads) is printed:
+ *
+ *   pvcm-bench impl=ours n=100000 threads=2 op=rtu ops_per_s=... ...
+ *
+ * ops_per_s counts pairs (one multiplex and one demux, both checked) per
+ * second over all threads; bytes_per_entry is the slab + vmalloc growth
+ * of the fill divided by n; fill_per_s is connections opened per second.
+ *
+ * This measures, it asserts nothing about speed.  By default the load
+ * fails with -EAGAIN once the results are printed, so nothing stays
+ * loaded.  With hold=1 the module fills the first size and stays loaded;
+ * each write of a thread count to /sys/module/<name>/parameters/run does
+ * one measurement (so two implementations can be measured in alternating
+ * slices), and rmmod tears the cache down.
+ */
+#ifndef CM_SOURCE
+#error "build with -DCM_SOURCE='\"/path/to/cm.c\"'"
+#endif
+#ifndef PVCM_BENCH_IMPL
+#define PVCM_BENCH_IMPL "unknown"
+#endif
+
+/* our cm.c names its debugfs root and slab cache after these */
+#define PVCM_DEBUGFS_ROOT "pvcm_bench"
+#define PVCM_CACHE_NAME "pvcm_bench"
+
+#include CM_SOURCE
+
+#undef pr_fmt
+#define pr_fmt(fmt) "pvcm-bench impl=" PVCM_BENCH_IMPL " " fmt
+
+#include <linux/completion.h>
+#include <linux/cpumask.h>
+#include <linux/fs.h>
+#include <linux/kthread.h>
+#include <linux/ktime.h>
+#include <linux/math64.h>
+#include <linux/mm.h>
+#include <linux/vmalloc.h>
+#include <linux/vmstat.h>
+
+#define PB_PORT		1
+#define PB_MAX_SIZES	8
+#define PB_MAX_THREADS	8
+#define PB_PEER_BASE	0x40000000u	/* remote comm ids of the peers */
+#define PB_SL_SCRAMBLE	0x2c5a9e31u	/* VF ids look random, as ib_cm's */
+
+static unsigned int n_list[PB_MAX_SIZES] = { 1000, 100000, 1000000 };
+static int n_count = 3;
+module_param_array_named(n, n_list, uint, &n_count, 0444);
+MODULE_PARM_DESC(n, "connection counts to run, comma separated (default 1000,100000,1000000)");
+
+static unsigned int thread_list[PB_MAX_THREADS] = { 1, 2 };
+static int thread_count = 2;
+module_param_array_named(threads, thread_list, uint, &thread_count, 0444);
+MODULE_PARM_DESC(threads, "kthread counts to run, comma separated (default 1,2)");
+
+static unsigned int duration_ms = 2000;
+module_param(duration_ms, uint, 0444);
+MODULE_PARM_DESC(duration_ms, "time per measurement when ops is 0 (default 2000)");
+
+static unsigned long ops;
+module_param(ops, ulong, 0444);
+MODULE_PARM_DESC(ops, "pairs per measurement, split over the threads; 0 = run for duration_ms");
+
+static unsigned int slaves = 64;
+module_param(slaves, uint, 0444);
+MODULE_PARM_DESC(slaves, "VFs the connections are spread over (default 64)");
+
+static char *op = "rtu";
+module_param(op, charp, 0444);
+MODULE_PARM_DESC(op, "message of the measured pairs: rtu, mra or apr (default rtu)");
+
+/* one run: the fake device and what the fill phase learnt */
+struct pb_run {
+	struct mlx4_ib_dev *dev;
+	u32 n;
+	u32 *pv_ids;		/* pv_cm_id the cache gave connection i */
+	__be16 attr;		/* message of the measured pairs */
+	unsigned int slices;	/* measurements done */
+	long total;		/* bytes the fill took: slab + vmalloc */
+	long slab;		/* bytes the fill took in slab pages */
+	u64 fill_rate;		/* connections opened per second */
+};
+
+struct pb_thread {
+	struct pb_run *run;
+	struct task_struct *task;
+	struct completion *go;
+	struct completion done;
+	unsigned long quota;	/* pairs to do, 0 = until @end */
+	unsigned long end;	/* jiffies */
+	u32 seed;
+	u64 pairs;
+	u64 errors;
+};
+
+/* the one mad.c function the caches call (REQ demux only): no slave */
+int mlx4_ib_find_real_gid(struct ib_device *ibdev, u32 port, __be64 guid)
+{
+	return -1;
+}
+
+/* connection i belongs to VF (i % slaves) and has a per-VF unique id */
+static int pb_slave(u32 i)
+{
+	return i % slaves;
+}
+
+static u32 pb_sl_id(u32 i)
+{
+	return (i / slaves + 1) ^ PB_SL_SCRAMBLE;
+}
+
+static void pb_mad_init(struct ib_mad *mad)
+{
+	memset(mad, 0, sizeof(*mad));
+	mad->mad_hdr.base_version = IB_MGMT_BASE_VERSION;
+	mad->mad_hdr.mgmt_class = IB_MGMT_CLASS_CM;
+	mad->mad_hdr.class_version = 2;
+	mad->mad_hdr.method = IB_MGMT_METHOD_SEND;
+}
+
+/* only the fields the caches read change between messages */
+static void pb_mad_set(struct ib_mad *mad, __be16 attr, u32 local, u32 remote)
+{
+	mad->mad_hdr.attr_id = attr;
+	put_unaligned_be32(local, mad->data);
+	put_unaligned_be32(remote, mad->data + 4);
+}
+
+static int pb_mux(struct pb_run *run, int slave, struct ib_mad *mad)
+{
+	return mlx4_ib_multiplex_cm_handler(&run->dev->ib_dev, PB_PORT, slave,
+					    mad);
+}
+
+static int pb_demux(struct pb_run *run, int *slave, struct ib_mad *mad)
+{
+	return mlx4_ib_demux_cm_handler(&run->dev->ib_dev, PB_PORT, slave,
+					mad);
+}
+
+/*
+ * One measured pair on connection i: the VF's message goes out (looked up
+ * by (slave, sl_cm_id)), the peer's answer comes in (looked up by
+ * pv_cm_id).  Both rewrites are checked, a wrong answer is an error.
+ */
+static bool pb_pair(struct pb_run *run, struct ib_mad *mad, u32 i)
+{
+	u32 sl = pb_sl_id(i), pv = run->pv_ids[i];
+	int slave = pb_slave(i), to = -1;
+
+	pb_mad_set(mad, run->attr, sl, PB_PEER_BASE + i);
+	if (pb_mux(run, slave, mad) || get_unaligned_be32(mad->data) != pv)
+		return false;
+	pb_mad_set(mad, run->attr, PB_PEER_BASE + i, pv);
+	if (pb_demux(run, &to, mad) || to != slave ||
+	    get_unaligned_be32(mad->data + 4) != sl)
+		return false;
+	return true;
+}
+
+static u32 pb_next(u32 *seed)
+{
+	u32 x = *seed;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	*seed = x;
+	return x;
+}
+
+static int pb_thread_fn(void *arg)
+{
+	struct pb_thread *t = arg;
+	struct pb_run *run = t->run;
+	struct ib_mad *mad;
+
+	mad = kmalloc(sizeof(*mad), GFP_KERNEL);
+	if (mad)
+		pb_mad_init(mad);
+	wait_for_completion(t->go);
+	while (mad) {
+		if (!pb_pair(run, mad, reciprocal_scale(pb_next(&t->seed),
+							run->n)))
+			t->errors++;
+		t->pairs++;
+		if (t->quota ? t->pairs >= t->quota :
+		    !(t->pairs & 63) && time_after(jiffies, t->end))
+			break;
+		if (!(t->pairs & 255))
+			cond_resched();
+	}
+	if (!mad)
+		t->errors++;
+	kfree(mad);
+	complete(&t->done);
+	while (!kthread_should_stop())
+		schedule_timeout_interruptible(HZ / 10);
+	return 0;
+}
+
+/* pairs per second with @nthreads kthreads, or 0 if they did not start */
+static u64 pb_measure(struct pb_run *run, unsigned int nthreads, u64 *errors)
+{
+	DECLARE_COMPLETION_ONSTACK(go);
+	struct pb_thread *t;
+	u64 pairs = 0, wall;
+	unsigned int i, started = 0;
+	ktime_t t0;
+
+	*errors = 0;
+	t = kcalloc(nthreads, sizeof(*t), GFP_KERNEL);
+	if (!t)
+		return 0;
+	for (i = 0; i < nthreads; i++) {
+		t[i].run = run;
+		t[i].go = &go;
+		t[i].seed = 0x9e3779b9u * (i + 1);
+		t[i].quota = ops ? max(ops / nthreads, 1UL) : 0;
+		init_completion(&t[i].done);
+		t[i].task = kthread_create(pb_thread_fn, &t[i], "pvcm_bench/%u",
+					   i);
+		if (IS_ERR(t[i].task))
+			break;
+		kthread_bind(t[i].task, i % num_online_cpus());
+		wake_up_process(t[i].task);
+		started++;
+	}
+	t0 = ktime_get();
+	for (i = 0; i < started; i++)
+		t[i].end = jiffies + msecs_to_jiffies(duration_ms);
+	complete_all(&go);
+	for (i = 0; i < started; i++)
+		wait_for_completion(&t[i].done);
+	wall = ktime_to_ns(ktime_sub(ktime_get(), t0));
+	for (i = 0; i < started; i++) {
+		kthread_stop(t[i].task);
+		pairs += t[i].pairs;
+		*errors += t[i].errors;
+	}
+	kfree(t);
+	if (started < nthreads || !wall)
+		return 0;
+	return div64_u64(pairs * NSEC_PER_SEC, wall);
+}
+
+/*
+ * Memory held by the kernel for the caches: slab pages (entries, xarray
+ * nodes, small and large kmallocs) plus vmalloc'ed bytes (big hash
+ * tables).  Free-page counts are not used: pages on the per-cpu free
+ * lists hide small allocations.  The per-cpu counter deltas are folded
+ * first through vm.stat_refresh ("cat /proc/sys/vm/stat_refresh");
+ * VmallocUsed is read from /proc/meminfo.
+ */
+struct pb_mem {
+	long slab;		/* bytes */
+	long vmalloc;		/* bytes */
+	bool exact;		/* folded and VmallocUsed read */
+};
+
+static bool pb_vmstat_fold(void)
+{
+	struct file *f;
+	loff_t pos = 0;
+	bool ok;
+
+	f = filp_open("/proc/sys/vm/stat_refresh", O_WRONLY, 0);
+	if (IS_ERR(f))
+		return false;
+	ok = kernel_write(f, "1\n", 2, &pos) == 2;
+	filp_close(f, NULL);
+	return ok;
+}
+
+static bool pb_vmalloc_used(long *bytes)
+{
+	const size_t size = 8192;
+	unsigned long kb;
+	struct file *f;
+	loff_t pos = 0;
+	char *buf, *line;
+	ssize_t len;
+	bool ok = false;
+
+	buf = kmalloc(size, GFP_KERNEL);
+	if (!buf)
+		return false;
+	f = filp_open("/proc/meminfo", O_RDONLY, 0);
+	if (IS_ERR(f))
+		goto out;
+	len = kernel_read(f, buf, size - 1, &pos);
+	filp_close(f, NULL);
+	if (len <= 0)
+		goto out;
+	buf[len] = '\0';
+	line = strstr(buf, "VmallocUsed:");
+	if (line && sscanf(line, "VmallocUsed: %lu kB", &kb) == 1) {
+		*bytes = kb * 1024;
+		ok = true;
+	}
+out:
+	kfree(buf);
+	return ok;
+}
+
+static void pb_mem_read(struct pb_mem *m)
+{
+	bool folded = pb_vmstat_fold();
+
+	m->vmalloc = 0;
+	m->exact = pb_vmalloc_used(&m->vmalloc) && folded;
+	m->slab = (global_node_page_state_pages(NR_SLAB_RECLAIMABLE_B) +
+		   global_node_page_state_pages(NR_SLAB_UNRECLAIMABLE_B)) *
+		  PAGE_SIZE;
+}
+
+static long pb_per_entry(long bytes, u32 n)
+{
+	return div_s64(bytes, n);
+}
+
+/* open connection i: REQ creates the mapping, RTU establishes it */
+static int pb_open(struct pb_run *run, struct ib_mad *mad, u32 i)
+{
+	int slave = pb_slave(i), ret;
+	u32 sl = pb_sl_id(i);
+
+	pb_mad_set(mad, CM_REQ_ATTR_ID, sl, 0);
+	ret = pb_mux(run, slave, mad);
+	if (ret)
+		return ret;
+	run->pv_ids[i] = get_unaligned_be32(mad->data);
+	pb_mad_set(mad, CM_RTU_ATTR_ID, sl, PB_PEER_BASE + i);
+	ret = pb_mux(run, slave, mad);
+	if (ret)
+		return ret;
+	return get_unaligned_be32(mad->data) == run->pv_ids[i] ? 0 : -EIO;
+}
+
+static struct mlx4_ib_dev *pb_dev_alloc(void)
+{
+	struct mlx4_ib_dev *dev;
+
+	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	if (!dev)
+		return NULL;
+	dev->dev = kzalloc(sizeof(*dev->dev), GFP_KERNEL);
+	if (!dev->dev) {
+		kfree(dev);
+		return NULL;
+	}
+	dev->dev->flags = MLX4_FLAG_MASTER;
+	spin_lock_init(&dev->sriov.going_down_lock);
+	dev->sriov.is_going_down = 0;
+	return dev;
+}
+
+static void pb_dev_free(struct mlx4_ib_dev *dev)
+{
+	kfree(dev->dev);
+	kfree(dev);
+}
+
+/* fill n connections, measure, tear down; false if the harness failed */
+/* what the driver does when the master goes away, then the harness */
+static void pb_teardown(struct pb_run *run)
+{
+	if (!run)
+		return;
+	mlx4_ib_cm_paravirt_clean(run->dev, -1);
+	pb_dev_free(run->dev);
+	vfree(run->pv_ids);
+	kfree(run);
+}
+
+/*
+ * Set up a fake master and open n connections on it; prints the fill rate
+ * and the memory.  Returns NULL (after cleaning up) if that failed, or
+ * ERR_PTR(-EAGAIN) if n does not fit the free memory.
+ */
+static struct pb_run *pb_fill(u32 n, __be16 attr)
+{
+	struct pb_mem before, after;
+	struct pb_run *run;
+	struct sysinfo si;
+	struct ib_mad *mad;
+	u64 fill_ns;
+	ktime_t t0;
+	u32 i;
+	int ret = 0;
+
+	/* about 4x the distro's entry plus the id array must stay free */
+	si_meminfo(&si);
+	if ((u64)n * 1024 > (u64)si.freeram * si.mem_unit) {
+		pr_info("n=%u skipped: needs about %llu MiB, %llu MiB free\n",
+			n, ((u64)n * 1024) >> 20,
+			((u64)si.freeram * si.mem_unit) >> 20);
+		return ERR_PTR(-EAGAIN);
+	}
+
+	run = kzalloc(sizeof(*run), GFP_KERNEL);
+	mad = kmalloc(sizeof(*mad), GFP_KERNEL);
+	if (!run || !mad)
+		goto nomem;
+	run->n = n;
+	run->attr = attr;
+	run->pv_ids = vzalloc(array_size(n, sizeof(*run->pv_ids)));
+	run->dev = pb_dev_alloc();
+	if (!run->pv_ids || !run->dev)
+		goto nomem;
+	pb_mad_init(mad);
+
+	pb_mem_read(&before);
+	mlx4_ib_cm_paravirt_init(run->dev);
+	t0 = ktime_get();
+	for (i = 0; i < n; i++) {
+		ret = pb_open(run, mad, i);
+		if (ret)
+			break;
+		if (!(i & 255))
+			cond_resched();
+	}
+	fill_ns = ktime_to_ns(ktime_sub(ktime_get(), t0));
+	pb_mem_read(&after);
+	kfree(mad);
+	if (ret) {
+		pr_info("n=%u error: opening connection %u failed (%d)\n",
+			n, i, ret);
+		pb_teardown(run);
+		return NULL;
+	}
+
+	run->slab = after.slab - before.slab;
+	run->total = run->slab + after.vmalloc - before.vmalloc;
+	run->fill_rate = fill_ns ?
+			 div64_u64((u64)n * NSEC_PER_SEC, fill_ns) : 0;
+	pr_info("n=%u fill_per_s=%llu bytes_per_entry=%ld slab_bytes_per_entry=%ld exact=%d\n",
+		n, run->fill_rate, pb_per_entry(run->total, n),
+		pb_per_entry(run->slab, n), before.exact && after.exact);
+	return run;
+
+nomem:
+	pr_info("n=%u error: no memory for the harness\n", n);
+	kfree(mad);
+	if (run) {
+		if (run->dev)
+			pb_dev_free(run->dev);
+		vfree(run->pv_ids);
+		kfree(run);
+	}
+	return NULL;
+}
+
+/* one measurement with @nthreads; false if it failed or saw errors */
+static bool pb_report(struct pb_run *run, unsigned int nthreads)
+{
+	u64 rate, errors;
+
+	rate = pb_measure(run, nthreads, &errors);
+	pr_info("n=%u threads=%u op=%s slice=%u ops_per_s=%llu errors=%llu bytes_per_entry=%ld slab_bytes_per_entry=%ld fill_per_s=%llu\n",
+		run->n, nthreads, op, run->slices++, rate, errors,
+		pb_per_entry(run->total, run->n),
+		pb_per_entry(run->slab, run->n), run->fill_rate);
+	return rate && !errors;
+}
+
+static __be16 pb_attr;
+static bool hold;
+module_param(hold, bool, 0444);
+MODULE_PARM_DESC(hold, "fill the first size and stay loaded; measure by writing a thread count to the run parameter; rmmod cleans up");
+
+/* the hold mode's connections; pb_run_set() runs under the param lock */
+static struct pb_run *pb_held;
+
+static int pb_run_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int nthreads;
+	int ret;
+
+	ret = kstrtouint(val, 0, &nthreads);
+	if (ret)
+		return ret;
+	if (!nthreads || nthreads > 64)
+		return -EINVAL;
+	if (!pb_held)
+		return -ENODEV;
+	return pb_report(pb_held, nthreads) ? 0 : -EIO;
+}
+
+static const struct kernel_param_ops pb_run_ops = {
+	.set = pb_run_set,
+};
+module_param_cb(run, &pb_run_ops, NULL, 0200);
+MODULE_PARM_DESC(run, "hold mode: write a thread count to measure once");
+
+static int __init pvcm_bench_init(void)
+{
+	struct pb_run *run;
+	bool ok = true;
+	unsigned int k;
+	int i, ret;
+
+	if (!strcmp(op, "rtu")) {
+		pb_attr = CM_RTU_ATTR_ID;
+	} else if (!strcmp(op, "mra")) {
+		pb_attr = CM_MRA_ATTR_ID;
+	} else if (!strcmp(op, "apr")) {
+		pb_attr = CM_APR_ATTR_ID;	/* a lookup, no lifecycle event */
+	} else {
+		pr_info("error: op=%s is not rtu, mra or apr\n", op);
+		return -EINVAL;
+	}
+	if (!slaves || slaves > MLX4_MFUNC_MAX) {
+		pr_info("error: slaves=%u is not 1..%d\n", slaves,
+			MLX4_MFUNC_MAX);
+		return -EINVAL;
+	}
+
+	ret = mlx4_ib_cm_init();
+	if (ret) {
+		pr_info("error: mlx4_ib_cm_init() = %d\n", ret);
+		return ret;
+	}
+	pr_info("start sizes=%d threads=%d duration_ms=%u ops=%lu slaves=%u cpus=%u hold=%d\n",
+		n_count, thread_count, duration_ms, ops, slaves,
+		num_online_cpus(), hold);
+
+	if (hold) {
+		run = n_count ? pb_fill(n_list[0], pb_attr) : NULL;
+		if (!IS_ERR_OR_NULL(run)) {
+			pb_held = run;
+			pr_info("holding n=%u\n", run->n);
+			return 0;
+		}
+		mlx4_ib_cm_destroy();
+		return run ? PTR_ERR(run) : -EIO;
+	}
+
+	for (i = 0; i < n_count; i++) {
+		if (!n_list[i])
+			continue;
+		run = pb_fill(n_list[i], pb_attr);
+		if (IS_ERR(run))
+			continue;
+		if (!run) {
+			ok = false;
+			continue;
+		}
+		for (k = 0; k < thread_count; k++)
+			ok &= pb_report(run, thread_list[k]);
+		pb_teardown(run);
+	}
+	mlx4_ib_cm_destroy();
+	pr_info("done %s\n", ok ? "ok" : "with errors");
+	/* the results are in the log: do not stay loaded */
+	return -EAGAIN;
+}
+module_init(pvcm_bench_init);
+
+static void __exit pvcm_bench_exit(void)
+{
+	/* only the hold mode stays loaded */
+	pb_teardown(pb_held);
+	pb_held = NULL;
+	mlx4_ib_cm_destroy();
+	pr_info("done ok\n");
+}
+module_exit(pvcm_bench_exit);
+
+MODULE_DESCRIPTION("mlx4_ib PV-CM id cache benchmark (" PVCM_BENCH_IMPL ")");
+MODULE_LICENSE("Dual BSD/GPL");
