@@ -1,0 +1,3088 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * InfiniBand Communication Manager: connection state machine and the
+ * ib_cm API used by rdma_cm, IPoIB CM, SRP and iSER.
+ *
+ * Structure:
+ *  - cm_codec.c packs/unpacks messages, cm_port.c owns devices/ports and MAD
+ *    agents, cm_timewait.c owns remote-identity records and TimeWait,
+ *    cm_sysfs.c exports counters.  This file holds cm_ids and the protocol.
+ *  - Anything that can sleep (path -> AH attribute resolution, AH creation
+ *    from a work completion, GFP_KERNEL allocations) runs before the cm_id
+ *    lock is taken, on a stack "draft", and the result is published under
+ *    the lock.  Send buffers addressed by a cm_id's own AV are built under
+ *    the lock with the non-sleeping rdma_create_ah() flags and GFP_ATOMIC.
+ *  - Events reach the consumer one at a time, in order, through a per-ID
+ *    queue (cm_deliver_locked()).
+ */
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/random.h>
+#include <linux/delay.h>
+#include <rdma/ib_cache.h>
+#include <rdma/rdma_cm.h>
+
+#include "cm_abi.h"
+#include "cm_priv.h"
+#include "cm_trace.h"
+
+MODULE_AUTHOR("ib_cm rewrite authors");
+MODULE_DESCRIPTION("InfiniBand communication manager");
+MODULE_LICENSE("Dual BSD/GPL");
+MODULE_VERSION("6.1-ibcm");
+
+struct cm_globals cmg;
+
+static const char * const cm_rej_text[] = {
+	[IB_CM_REJ_NO_QP] = "no QP available",
+	[IB_CM_REJ_NO_EEC] = "no EEC available",
+	[IB_CM_REJ_NO_RESOURCES] = "out of resources",
+	[IB_CM_REJ_TIMEOUT] = "timed out",
+	[IB_CM_REJ_UNSUPPORTED] = "request not supported",
+	[IB_CM_REJ_INVALID_COMM_ID] = "invalid communication ID",
+	[IB_CM_REJ_INVALID_COMM_INSTANCE] = "invalid communication instance",
+	[IB_CM_REJ_INVALID_SERVICE_ID] = "no listener for service ID",
+	[IB_CM_REJ_INVALID_TRANSPORT_TYPE] = "invalid transport type",
+	[IB_CM_REJ_STALE_CONN] = "stale connection",
+	[IB_CM_REJ_RDC_NOT_EXIST] = "RDC does not exist",
+	[IB_CM_REJ_INVALID_GID] = "invalid GID",
+	[IB_CM_REJ_INVALID_LID] = "invalid LID",
+	[IB_CM_REJ_INVALID_SL] = "invalid SL",
+	[IB_CM_REJ_INVALID_TRAFFIC_CLASS] = "invalid traffic class",
+	[IB_CM_REJ_INVALID_HOP_LIMIT] = "invalid hop limit",
+	[IB_CM_REJ_INVALID_PACKET_RATE] = "invalid packet rate",
+	[IB_CM_REJ_INVALID_ALT_GID] = "invalid alternate GID",
+	[IB_CM_REJ_INVALID_ALT_LID] = "invalid alternate LID",
+	[IB_CM_REJ_INVALID_ALT_SL] = "invalid alternate SL",
+	[IB_CM_REJ_INVALID_ALT_TRAFFIC_CLASS] = "invalid alternate traffic class",
+	[IB_CM_REJ_INVALID_ALT_HOP_LIMIT] = "invalid alternate hop limit",
+	[IB_CM_REJ_INVALID_ALT_PACKET_RATE] = "invalid alternate packet rate",
+	[IB_CM_REJ_PORT_CM_REDIRECT] = "CM redirected to another port",
+	[IB_CM_REJ_PORT_REDIRECT] = "redirected to another port",
+	[IB_CM_REJ_INVALID_MTU] = "invalid path MTU",
+	[IB_CM_REJ_INSUFFICIENT_RESP_RESOURCES] = "not enough responder resources",
+	[IB_CM_REJ_CONSUMER_DEFINED] = "rejected by consumer",
+	[IB_CM_REJ_INVALID_RNR_RETRY] = "invalid RNR retry count",
+	[IB_CM_REJ_DUPLICATE_LOCAL_COMM_ID] = "duplicate local communication ID",
+	[IB_CM_REJ_INVALID_CLASS_VERSION] = "unsupported class version",
+	[IB_CM_REJ_INVALID_FLOW_LABEL] = "invalid flow label",
+	[IB_CM_REJ_INVALID_ALT_FLOW_LABEL] = "invalid alternate flow label",
+	[IB_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED] = "vendor option not supported",
+};
+
+const char *__attribute_const__ ibcm_reject_msg(int reason)
+{
+	if (reason > 0 && reason < ARRAY_SIZE(cm_rej_text) &&
+	    cm_rej_text[reason])
+		return cm_rej_text[reason];
+	return "unrecognized reason";
+}
+EXPORT_SYMBOL(ibcm_reject_msg);
+
+/*
+ * Sets of connection states, as bit masks, for the decisions that several
+ * handlers share.
+ */
+#define CM_ST(x)	BIT(IB_CM_##x)
+/* Our REQ is out and not yet answered by a REP. */
+#define CM_ST_REQ_OUT	(CM_ST(REQ_SENT) | CM_ST(MRA_REQ_RCVD))
+/* We hold a REQ that we have not answered with a REP yet. */
+#define CM_ST_REQ_IN	(CM_ST(REQ_RCVD) | CM_ST(MRA_REQ_SENT))
+/* Our REP is out and not yet answered by an RTU. */
+#define CM_ST_REP_OUT	(CM_ST(REP_SENT) | CM_ST(MRA_REP_RCVD))
+/* We hold a REP that we have not answered with an RTU yet. */
+#define CM_ST_REP_IN	(CM_ST(REP_RCVD) | CM_ST(MRA_REP_SENT))
+/* Handshake states; the QP parameters are known in all but CM_ST_REQ_OUT. */
+#define CM_ST_HANDSHAKE	(CM_ST_REQ_OUT | CM_ST_REQ_IN | CM_ST_REP_OUT | \
+			 CM_ST_REP_IN)
+
+static inline bool cm_state_is(enum ib_cm_state st, unsigned long set)
+{
+	return BIT(st) & set;
+}
+
+static inline struct cm_id_private *to_priv(struct ib_cm_id *id)
+{
+	return container_of(id, struct cm_id_private, id);
+}
+
+/* ------------------------------------------------------------------ */
+/* cm_id references and lookup                                         */
+
+static void cm_id_put(struct cm_id_private *priv)
+{
+	if (refcount_dec_and_test(&priv->refs))
+		complete(&priv->released);
+}
+
+static u32 cm_id_index(__be32 local_id)
+{
+	return be32_to_cpu(local_id) ^ cmg.id_xor;
+}
+
+/*
+ * Find a published cm_id by local ID and take a reference.  @remote_id must
+ * match the ID's current remote ID (0 while it is still unknown).
+ */
+static struct cm_id_private *cm_id_lookup(__be32 local_id, __be32 remote_id)
+{
+	struct cm_id_private *priv;
+	unsigned long flags;
+
+	xa_lock_irqsave(&cmg.ids, flags);
+	priv = xa_load(&cmg.ids, cm_id_index(local_id));
+	if (priv && (priv->id.remote_id != remote_id ||
+		     !refcount_inc_not_zero(&priv->refs)))
+		priv = NULL;
+	xa_unlock_irqrestore(&cmg.ids, flags);
+	return priv;
+}
+
+/* ------------------------------------------------------------------ */
+/* Address vectors                                                     */
+
+static struct cm_port *cm_av_port(struct cm_id_private *priv,
+				  struct cm_av *av)
+{
+	lockdep_assert_held(&priv->lock);
+	return av->port;
+}
+
+static void cm_av_set_port(struct cm_id_private *priv, struct cm_av *av,
+			   struct cm_port *port)
+{
+	lockdep_assert_held(&priv->lock);
+	if (av->port == port)
+		return;
+	if (port)
+		cm_dev_get(port->dev);
+	if (av->port)
+		cm_dev_put(av->port->dev);
+	av->port = port;
+}
+
+static void cm_av_clear(struct cm_id_private *priv, struct cm_av *av)
+{
+	lockdep_assert_held(&priv->lock);
+	cm_av_set_port(priv, av, NULL);
+	rdma_destroy_ah_attr(&av->ah_attr);
+}
+
+/* Hand a draft's port reference and AH attributes to @av. */
+static void cm_av_publish(struct cm_id_private *priv, struct cm_av *av,
+			  struct cm_av_draft *d)
+{
+	lockdep_assert_held(&priv->lock);
+	if (!d->valid)
+		return;
+	if (av->port)
+		cm_dev_put(av->port->dev);
+	av->port = d->port;
+	d->port = NULL;
+	rdma_move_ah_attr(&av->ah_attr, &d->ah_attr);
+	av->pkey_index = d->pkey_index;
+	av->timeout = d->timeout;
+	d->valid = false;
+}
+
+static void cm_draft_release(struct cm_av_draft *d)
+{
+	if (!d->valid)
+		return;
+	rdma_destroy_ah_attr(&d->ah_attr);
+	if (d->port)
+		cm_dev_put(d->port->dev);
+	d->port = NULL;
+	d->valid = false;
+}
+
+/* May sleep: resolves @path into AH attributes for the port it leaves. */
+static int cm_draft_from_path(struct sa_path_rec *path,
+			      const struct ib_gid_attr *sgid_attr,
+			      struct cm_av_draft *d)
+{
+	struct cm_port *port;
+	u16 pkey_index;
+	int ret;
+
+	memset(d, 0, sizeof(*d));
+	port = cm_port_for_gid(path, sgid_attr);
+	if (!port)
+		return -EINVAL;
+
+	ret = ib_find_cached_pkey(port->dev->ibdev, port->num,
+				  be16_to_cpu(path->pkey), &pkey_index);
+	if (!ret)
+		ret = ib_init_ah_attr_from_path(port->dev->ibdev, port->num,
+						path, &d->ah_attr, sgid_attr);
+	if (ret) {
+		cm_dev_put(port->dev);
+		return ret;
+	}
+	d->port = port;
+	d->pkey_index = pkey_index;
+	d->timeout = path->packet_life_time + 1;
+	d->valid = true;
+	return 0;
+}
+
+/* May sleep: AH attributes to answer whoever sent @rwc. */
+static int cm_draft_from_wc(struct cm_port *port, struct ib_mad_recv_wc *rwc,
+			    struct cm_av_draft *d)
+{
+	int ret;
+
+	memset(d, 0, sizeof(*d));
+	ret = ib_init_ah_attr_from_wc(port->dev->ibdev, port->num, rwc->wc,
+				      rwc->recv_buf.grh, &d->ah_attr);
+	if (ret)
+		return ret;
+	cm_dev_get(port->dev);
+	d->port = port;
+	d->pkey_index = rwc->wc->pkey_index;
+	d->valid = true;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Send buffers                                                        */
+
+/*
+ * Build a send buffer addressed by the ID's primary AV.  Called with the
+ * ID lock held, so only non-sleeping AH creation and GFP_ATOMIC are used.
+ * The MAD agent stays pinned until cm_msg_send() or cm_msg_abandon().
+ */
+static struct ib_mad_send_buf *cm_id_msg(struct cm_id_private *priv)
+{
+	struct cm_port *port = cm_av_port(priv, &priv->av);
+	struct ib_mad_send_buf *msg;
+	struct ib_mad_agent *agent;
+	struct ib_ah *ah;
+
+	if (!port)
+		return ERR_PTR(-EINVAL);
+	agent = cm_agent_pin(port);
+	if (!agent)
+		return ERR_PTR(-ENODEV);
+
+	ah = rdma_create_ah(agent->qp->pd, &priv->av.ah_attr, 0);
+	if (IS_ERR(ah)) {
+		cm_agent_unpin(port);
+		return ERR_CAST(ah);
+	}
+	msg = ib_create_send_mad(agent, priv->id.remote_cm_qpn,
+				 priv->av.pkey_index, 0, IB_MGMT_MAD_HDR,
+				 IB_MGMT_MAD_DATA, GFP_ATOMIC,
+				 IB_MGMT_BASE_VERSION);
+	if (IS_ERR(msg)) {
+		rdma_destroy_ah(ah, 0);
+		cm_agent_unpin(port);
+		return msg;
+	}
+	msg->ah = ah;
+	msg->retries = priv->max_cm_retries;
+	refcount_inc(&priv->refs);
+	msg->context[0] = priv;
+	msg->context[1] = (void *)(unsigned long)IB_CM_IDLE;
+	return msg;
+}
+
+/*
+ * Build a send buffer answering the sender of @rwc, without any cm_id.
+ * May sleep; call without spinlocks.  Pins the agent like cm_id_msg().
+ */
+static struct ib_mad_send_buf *cm_reply_msg(struct cm_port *port,
+					    struct ib_mad_recv_wc *rwc)
+{
+	struct ib_mad_send_buf *msg;
+	struct ib_mad_agent *agent;
+	struct ib_ah *ah;
+
+	agent = cm_agent_pin(port);
+	if (!agent)
+		return ERR_PTR(-ENODEV);
+	ah = ib_create_ah_from_wc(agent->qp->pd, rwc->wc, rwc->recv_buf.grh,
+				  port->num);
+	if (IS_ERR(ah)) {
+		cm_agent_unpin(port);
+		return ERR_CAST(ah);
+	}
+	msg = ib_create_send_mad(agent, 1, rwc->wc->pkey_index, 0,
+				 IB_MGMT_MAD_HDR, IB_MGMT_MAD_DATA, GFP_KERNEL,
+				 IB_MGMT_BASE_VERSION);
+	if (IS_ERR(msg)) {
+		rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
+		cm_agent_unpin(port);
+		return msg;
+	}
+	msg->ah = ah;
+	msg->context[0] = NULL;
+	return msg;
+}
+
+static struct cm_port *cm_msg_port(struct ib_mad_send_buf *msg)
+{
+	return msg->mad_agent->context;
+}
+
+/* Free a buffer that was never posted, or whose send completed. */
+static void cm_msg_release(struct ib_mad_send_buf *msg)
+{
+	struct cm_id_private *priv = msg->context[0];
+
+	if (msg->ah)
+		rdma_destroy_ah(msg->ah, 0);
+	ib_free_send_mad(msg);
+	if (priv)
+		cm_id_put(priv);
+}
+
+static void cm_msg_abandon(struct ib_mad_send_buf *msg)
+{
+	struct cm_port *port = cm_msg_port(msg);
+
+	cm_msg_release(msg);
+	cm_agent_unpin(port);
+}
+
+/* Post and drop the agent pin.  On failure the caller releases @msg. */
+static int cm_msg_send(struct ib_mad_send_buf *msg)
+{
+	struct cm_port *port = cm_msg_port(msg);
+	int ret;
+
+	ret = ib_post_send_mad(msg, NULL);
+	cm_agent_unpin(port);
+	return ret;
+}
+
+static void cm_msg_send_or_release(struct ib_mad_send_buf *msg)
+{
+	if (cm_msg_send(msg))
+		cm_msg_release(msg);
+}
+
+static __be64 cm_new_tid(struct cm_id_private *priv,
+			 struct ib_mad_send_buf *msg)
+{
+	u64 hi = msg->mad_agent->hi_tid;
+
+	return cpu_to_be64((hi << 32) | be32_to_cpu(priv->id.local_id));
+}
+
+/* Stop retransmitting the ID's outstanding request, if any. */
+static void cm_cancel_msg(struct cm_id_private *priv)
+{
+	lockdep_assert_held(&priv->lock);
+	if (priv->msg)
+		ib_cancel_mad(priv->msg);
+}
+
+/* Post a send that expects an answer; it becomes priv->msg. */
+static int cm_send_tracked(struct cm_id_private *priv,
+			   struct ib_mad_send_buf *msg,
+			   enum ib_cm_state waiting_in)
+{
+	int ret;
+
+	lockdep_assert_held(&priv->lock);
+	msg->timeout_ms = priv->timeout_ms;
+	msg->context[1] = (void *)(unsigned long)waiting_in;
+	priv->msg = msg;
+	ret = cm_msg_send(msg);
+	if (ret) {
+		priv->msg = NULL;
+		cm_msg_release(msg);
+	}
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Event delivery                                                      */
+
+static struct cm_job *cm_job_alloc(gfp_t gfp)
+{
+	return kzalloc(sizeof(struct cm_job), gfp);
+}
+
+static void cm_job_free(struct cm_job *job)
+{
+	if (job->recv)
+		ib_free_recv_mad(job->recv);
+	if (job->port)
+		cm_dev_put(job->port->dev);
+	kfree(job);
+}
+
+static void cm_destroy(struct cm_id_private *priv, int err);
+
+/*
+ * Queue @job's event on @priv and, unless another thread is already
+ * delivering, deliver the queue in order.  Consumes @job and the ID lock.
+ */
+static void cm_deliver_locked(struct cm_id_private *priv, struct cm_job *job)
+	__releases(&priv->lock)
+{
+	int ret = 0;
+
+	lockdep_assert_held(&priv->lock);
+	list_add_tail(&job->node, &priv->events);
+	if (priv->delivering) {
+		spin_unlock_irq(&priv->lock);
+		return;
+	}
+	priv->delivering = true;
+	refcount_inc(&priv->refs);
+
+	for (;;) {
+		job = list_first_entry_or_null(&priv->events, struct cm_job,
+					       node);
+		if (!job || ret) {
+			priv->delivering = false;
+			break;
+		}
+		list_del(&job->node);
+		spin_unlock_irq(&priv->lock);
+
+		ret = priv->id.cm_handler(&priv->id, &job->ev);
+		cm_job_free(job);
+		spin_lock_irq(&priv->lock);
+	}
+	spin_unlock_irq(&priv->lock);
+	cm_id_put(priv);
+	/* A non-zero return asks the CM to destroy the ID for the consumer. */
+	if (ret)
+		cm_destroy(priv, ret);
+}
+
+/* ------------------------------------------------------------------ */
+/* Listen tree                                                         */
+
+static int cm_listen_cmp(struct ib_device *d1, __be64 s1,
+			 struct ib_device *d2, __be64 s2)
+{
+	if (d1 != d2)
+		return d1 < d2 ? -1 : 1;
+	if (s1 != s2)
+		return be64_to_cpu(s1) < be64_to_cpu(s2) ? -1 : 1;
+	return 0;
+}
+
+static struct cm_id_private *cm_listen_find(struct ib_device *device,
+					    __be64 service_id)
+{
+	struct rb_node *n = cmg.listen_tree.rb_node;
+	struct cm_id_private *cur;
+	int c;
+
+	lockdep_assert_held(&cmg.lock);
+	while (n) {
+		cur = rb_entry(n, struct cm_id_private, listen_node);
+		c = cm_listen_cmp(device, service_id, cur->id.device,
+				  cur->id.service_id);
+		if (!c) {
+			refcount_inc(&cur->refs);
+			return cur;
+		}
+		n = c < 0 ? n->rb_left : n->rb_right;
+	}
+	return NULL;
+}
+
+/*
+ * Insert @priv as listener.  Returns @priv when inserted, the existing
+ * listener when it may be shared with @share_handler (a reference and a
+ * share are added), or NULL on conflict.
+ */
+static struct cm_id_private *cm_listen_insert(struct cm_id_private *priv,
+					      ib_cm_handler share_handler)
+{
+	struct rb_node **slot = &cmg.listen_tree.rb_node, *parent = NULL;
+	struct cm_id_private *cur;
+	unsigned long flags;
+	int c;
+
+	spin_lock_irqsave(&cmg.lock, flags);
+	while (*slot) {
+		parent = *slot;
+		cur = rb_entry(parent, struct cm_id_private, listen_node);
+		c = cm_listen_cmp(priv->id.device, priv->id.service_id,
+				  cur->id.device, cur->id.service_id);
+		if (!c) {
+			if (!share_handler || cur->id.cm_handler != share_handler ||
+			    cur->id.context) {
+				cur = NULL;
+			} else {
+				cur->listen_shares++;
+				refcount_inc(&cur->refs);
+			}
+			spin_unlock_irqrestore(&cmg.lock, flags);
+			return cur;
+		}
+		slot = c < 0 ? &parent->rb_left : &parent->rb_right;
+	}
+	priv->listen_shares = 1;
+	rb_link_node(&priv->listen_node, parent, slot);
+	rb_insert_color(&priv->listen_node, &cmg.listen_tree);
+	spin_unlock_irqrestore(&cmg.lock, flags);
+	return priv;
+}
+
+static int cm_pick_service_id(struct cm_id_private *priv, __be64 service_id)
+{
+	if (service_id == IB_CM_ASSIGN_SERVICE_ID) {
+		unsigned long flags;
+
+		spin_lock_irqsave(&cmg.lock, flags);
+		priv->id.service_id = cpu_to_be64(cmg.next_sid++);
+		spin_unlock_irqrestore(&cmg.lock, flags);
+		return 0;
+	}
+	if ((service_id & IB_SERVICE_ID_AGN_MASK) == IB_CM_ASSIGN_SERVICE_ID)
+		return -EINVAL;
+	priv->id.service_id = service_id;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* ID creation and destruction                                         */
+
+static struct cm_id_private *cm_id_new(struct ib_device *device,
+				       ib_cm_handler handler, void *context)
+{
+	struct cm_id_private *priv;
+	u32 index;
+	int ret;
+
+	priv = kmem_cache_zalloc(cmg.id_cache, GFP_KERNEL);
+	if (!priv)
+		return ERR_PTR(-ENOMEM);
+
+	priv->id.device = device;
+	priv->id.cm_handler = handler;
+	priv->id.context = context;
+	priv->id.state = IB_CM_IDLE;
+	priv->id.remote_cm_qpn = 1;
+	spin_lock_init(&priv->lock);
+	refcount_set(&priv->refs, 1);
+	init_completion(&priv->released);
+	RB_CLEAR_NODE(&priv->listen_node);
+	RB_CLEAR_NODE(&priv->sidr_node);
+	INIT_LIST_HEAD(&priv->events);
+
+	/* Reserve the index now; the ID becomes visible in cm_id_publish(). */
+	ret = xa_alloc_cyclic(&cmg.ids, &index, NULL, xa_limit_32b,
+			      &cmg.id_next, GFP_KERNEL);
+	if (ret < 0) {
+		kmem_cache_free(cmg.id_cache, priv);
+		return ERR_PTR(ret);
+	}
+	priv->id.local_id = cpu_to_be32(index ^ cmg.id_xor);
+	return priv;
+}
+
+static void cm_id_publish(struct cm_id_private *priv)
+{
+	xa_store(&cmg.ids, cm_id_index(priv->id.local_id), priv, GFP_ATOMIC);
+}
+
+struct ib_cm_id *ib_create_cm_id(struct ib_device *device,
+				 ib_cm_handler cm_handler, void *context)
+{
+	struct cm_id_private *priv;
+
+	priv = cm_id_new(device, cm_handler, context);
+	if (IS_ERR(priv))
+		return ERR_CAST(priv);
+	cm_id_publish(priv);
+	return &priv->id;
+}
+EXPORT_SYMBOL(ib_create_cm_id);
+
+static void cm_keep_pdata(struct cm_id_private *priv, void *data, u8 len)
+{
+	lockdep_assert_held(&priv->lock);
+	kfree(priv->pdata);
+	priv->pdata = data;
+	priv->pdata_len = data ? len : 0;
+}
+
+static void *cm_dup_pdata(const void *data, u8 len)
+{
+	void *copy;
+
+	if (!data || !len)
+		return NULL;
+	copy = kmemdup(data, len, GFP_KERNEL);
+	return copy ? copy : ERR_PTR(-ENOMEM);
+}
+
+/* Forget the remote side without TimeWait (the connection never existed). */
+static void cm_reset_to_idle(struct cm_id_private *priv)
+{
+	struct cm_tw *tw = priv->tw;
+
+	lockdep_assert_held(&priv->lock);
+	priv->id.state = IB_CM_IDLE;
+	if (!tw)
+		return;
+	spin_lock(&cmg.lock);
+	cm_tw_unlink(tw);
+	spin_unlock(&cmg.lock);
+	priv->tw = NULL;
+	cm_tw_free(tw);
+}
+
+static void cm_enter_timewait(struct cm_id_private *priv)
+{
+	struct cm_tw *tw = priv->tw;
+
+	lockdep_assert_held(&priv->lock);
+	if (WARN_ON_ONCE(!tw)) {
+		priv->id.state = IB_CM_IDLE;
+		return;
+	}
+	priv->id.state = IB_CM_TIMEWAIT;
+	priv->tw = NULL;
+	spin_lock(&cmg.lock);
+	cm_tw_start(tw, cmc_iba_time_to_ms(priv->av.timeout));
+	spin_unlock(&cmg.lock);
+}
+
+static int cm_send_rej_locked(struct cm_id_private *priv,
+			      enum ib_cm_rej_reason reason, void *ari,
+			      u8 ari_len, const void *pdata, u8 pdata_len);
+static int cm_send_dreq_locked(struct cm_id_private *priv,
+			       const void *pdata, u8 pdata_len);
+static int cm_send_drep_locked(struct cm_id_private *priv, void *pdata,
+			       u8 pdata_len);
+static int cm_send_sidr_rep_locked(struct cm_id_private *priv,
+				   struct ib_cm_sidr_rep_param *param);
+
+/*
+ * One step of leaving the current state, telling the peer what IBTA asks
+ * for (DREQ, DREP, REJ, SIDR_REP).  Some steps end in TimeWait, which the
+ * next step turns into IDLE.
+ */
+static void cm_leave_step(struct cm_id_private *priv, int err)
+{
+	struct ib_cm_sidr_rep_param sidr_rej = { .status = IB_SIDR_REJECT };
+	enum ib_cm_state st = priv->id.state;
+	__be64 guid;
+
+	lockdep_assert_held(&priv->lock);
+	if (st == IB_CM_ESTABLISHED) {
+		/* XRC targets never disconnect themselves. */
+		if (priv->qp_type == IB_QPT_XRC_TGT)
+			priv->id.state = IB_CM_IDLE;
+		else
+			cm_send_dreq_locked(priv, NULL, 0);
+	} else if (st == IB_CM_DREQ_RCVD) {
+		cm_send_drep_locked(priv, NULL, 0);
+	} else if (st == IB_CM_DREQ_SENT) {
+		cm_cancel_msg(priv);
+		cm_enter_timewait(priv);
+	} else if (st == IB_CM_TIMEWAIT) {
+		/* The TimeWait record lives on; only the ID goes. */
+		priv->id.state = IB_CM_IDLE;
+	} else if (cm_state_is(st, CM_ST_REQ_OUT)) {
+		/* Tell the peer we gave up; it finds us by our CA GUID. */
+		guid = priv->id.device->node_guid;
+		cm_cancel_msg(priv);
+		cm_send_rej_locked(priv, IB_CM_REJ_TIMEOUT, &guid, sizeof(guid),
+				   NULL, 0);
+	} else if (st == IB_CM_REQ_RCVD && err == -ENOMEM) {
+		/* Out of memory: stay silent so that the peer retries. */
+		cm_reset_to_idle(priv);
+	} else if (cm_state_is(st, CM_ST_HANDSHAKE)) {
+		if (cm_state_is(st, CM_ST_REP_OUT))
+			cm_cancel_msg(priv);
+		cm_send_rej_locked(priv, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0,
+				   NULL, 0);
+	} else if (st == IB_CM_SIDR_REQ_RCVD) {
+		cm_send_sidr_rep_locked(priv, &sidr_rej);
+		priv->id.state = IB_CM_IDLE;
+	} else if (st == IB_CM_SIDR_REQ_SENT) {
+		cm_cancel_msg(priv);
+		priv->id.state = IB_CM_IDLE;
+	} else if (st == IB_CM_LISTEN) {
+		spin_lock(&cmg.lock);
+		rb_erase(&priv->listen_node, &cmg.listen_tree);
+		RB_CLEAR_NODE(&priv->listen_node);
+		priv->listen_shares = 0;
+		spin_unlock(&cmg.lock);
+		priv->id.state = IB_CM_IDLE;
+	}
+}
+
+/* Bring the ID to IDLE; a few steps at most (e.g. DREQ, TimeWait, IDLE). */
+static void cm_leave_state(struct cm_id_private *priv, int err)
+{
+	int steps;
+
+	lockdep_assert_held(&priv->lock);
+	for (steps = 0; steps < 8 && priv->id.state != IB_CM_IDLE; steps++)
+		cm_leave_step(priv, err);
+	/* Only reachable if sends kept failing without a state change. */
+	if (priv->id.state != IB_CM_IDLE)
+		cm_reset_to_idle(priv);
+}
+
+static void cm_destroy(struct cm_id_private *priv, int err)
+{
+	struct cm_tw *tw = NULL;
+	struct cm_job *job, *tmp;
+	unsigned long left;
+
+	spin_lock_irq(&priv->lock);
+	if (priv->id.state == IB_CM_LISTEN) {
+		bool shared;
+
+		spin_lock(&cmg.lock);
+		shared = --priv->listen_shares > 0;
+		spin_unlock(&cmg.lock);
+		if (shared) {
+			spin_unlock_irq(&priv->lock);
+			cm_id_put(priv);
+			return;
+		}
+	}
+	cm_leave_state(priv, err);
+
+	spin_lock(&cmg.lock);
+	if (priv->tw) {
+		cm_tw_unlink(priv->tw);
+		tw = priv->tw;
+		priv->tw = NULL;
+	}
+	if (!RB_EMPTY_NODE(&priv->sidr_node)) {
+		rb_erase(&priv->sidr_node, &cmg.sidr_tree);
+		RB_CLEAR_NODE(&priv->sidr_node);
+	}
+	spin_unlock(&cmg.lock);
+	spin_unlock_irq(&priv->lock);
+	cm_tw_free(tw);
+
+	xa_erase(&cmg.ids, cm_id_index(priv->id.local_id));
+	cm_id_put(priv);
+	for (;;) {
+		left = wait_for_completion_timeout(&priv->released,
+						   msecs_to_jiffies(10000));
+		if (left)
+			break;
+		pr_warn_ratelimited("ib_cm: cm_id %p (state %d) still has %u references\n",
+				    priv, priv->id.state,
+				    refcount_read(&priv->refs));
+	}
+
+	list_for_each_entry_safe(job, tmp, &priv->events, node) {
+		list_del(&job->node);
+		cm_job_free(job);
+	}
+	spin_lock_irq(&priv->lock);
+	cm_av_clear(priv, &priv->av);
+	cm_av_clear(priv, &priv->alt_av);
+	cm_keep_pdata(priv, NULL, 0);
+	spin_unlock_irq(&priv->lock);
+	kmem_cache_free(cmg.id_cache, priv);
+}
+
+void ib_destroy_cm_id(struct ib_cm_id *cm_id)
+{
+	cm_destroy(to_priv(cm_id), 0);
+}
+EXPORT_SYMBOL(ib_destroy_cm_id);
+
+/* ------------------------------------------------------------------ */
+/* Listening                                                           */
+
+int ib_cm_listen(struct ib_cm_id *cm_id, __be64 service_id)
+{
+	struct cm_id_private *priv = to_priv(cm_id);
+	unsigned long flags;
+	int ret;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	ret = -EINVAL;
+	if (cm_id->state != IB_CM_IDLE)
+		goto out;
+	ret = cm_pick_service_id(priv, service_id);
+	if (ret)
+		goto out;
+	if (cm_listen_insert(priv, NULL) != priv) {
+		ret = -EBUSY;
+		goto out;
+	}
+	cm_id->state = IB_CM_LISTEN;
+out:
+	spin_unlock_irqrestore(&priv->lock, flags);
+	return ret;
+}
+EXPORT_SYMBOL(ib_cm_listen);
+
+struct ib_cm_id *ib_cm_insert_listen(struct ib_device *device,
+				     ib_cm_handler cm_handler,
+				     __be64 service_id)
+{
+	struct cm_id_private *priv, *owner;
+	int ret;
+
+	priv = cm_id_new(device, cm_handler, NULL);
+	if (IS_ERR(priv))
+		return ERR_CAST(priv);
+	ret = cm_pick_service_id(priv, service_id);
+	if (ret)
+		goto fail;
+
+	spin_lock_irq(&priv->lock);
+	owner = cm_listen_insert(priv, cm_handler);
+	if (owner == priv)
+		priv->id.state = IB_CM_LISTEN;
+	spin_unlock_irq(&priv->lock);
+	if (owner == priv)
+		return &priv->id;
+	ret = -EINVAL;
+	if (owner) {
+		/* Shared: the caller now holds a share of @owner. */
+		cm_destroy(priv, 0);
+		return &owner->id;
+	}
+fail:
+	cm_destroy(priv, 0);
+	return ERR_PTR(ret);
+}
+EXPORT_SYMBOL(ib_cm_insert_listen);
+
+/* ------------------------------------------------------------------ */
+/* REQ                                                                 */
+
+static void cm_fill_req_path(struct cmc_path *w, struct sa_path_rec *p,
+			     struct sa_path_rec *inbound, u8 ack_delay)
+{
+	w->local_gid = p->sgid;
+	w->remote_gid = p->dgid;
+	if (p->hop_limit <= 1) {
+		w->local_lid = be32_to_cpu(sa_path_get_slid(p)) & 0xffff;
+		w->remote_lid = be32_to_cpu(sa_path_get_dlid(p)) & 0xffff;
+		w->subnet_local = 1;
+	} else {
+		/* Routed: the remote LID is not known here. */
+		w->local_lid = inbound ? be16_to_cpu(inbound->ib.dlid) :
+					 be16_to_cpu(IB_LID_PERMISSIVE);
+		w->remote_lid = be16_to_cpu(IB_LID_PERMISSIVE);
+		w->subnet_local = 0;
+	}
+	w->flow_label = be32_to_cpu(p->flow_label);
+	w->rate = p->rate;
+	w->tclass = p->traffic_class;
+	w->hop_limit = p->hop_limit;
+	w->sl = p->sl;
+	w->ack_timeout = cmc_ack_timeout(ack_delay, p->packet_life_time);
+}
+
+static int cm_check_req_param(struct ib_cm_req_param *param)
+{
+	struct sa_path_rec *pri = param->primary_path;
+	struct sa_path_rec *alt = param->alternate_path;
+
+	if (!pri)
+		return -EINVAL;
+	switch (param->qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UC:
+	case IB_QPT_XRC_INI:
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (param->private_data &&
+	    param->private_data_len > IB_CM_REQ_PRIVATE_DATA_SIZE)
+		return -EINVAL;
+	if (alt && (alt->pkey != pri->pkey || alt->mtu != pri->mtu))
+		return -EINVAL;
+	return 0;
+}
+
+int ib_send_cm_req(struct ib_cm_id *cm_id, struct ib_cm_req_param *param)
+{
+	struct cm_id_private *priv = to_priv(cm_id);
+	struct cm_av_draft pri = {}, alt = {};
+	struct ib_mad_send_buf *msg;
+	struct cmc_req f = {};
+	struct cm_tw *tw;
+	unsigned long flags;
+	u8 ack_delay;
+	int ret;
+
+	ret = cm_check_req_param(param);
+	if (ret)
+		return ret;
+
+	tw = cm_tw_alloc(cm_id->local_id);
+	if (!tw)
+		return -ENOMEM;
+	ret = cm_draft_from_path(param->primary_path, param->ppath_sgid_attr,
+				 &pri);
+	if (ret)
+		goto free_tw;
+	if (param->alternate_path) {
+		ret = cm_draft_from_path(param->alternate_path, NULL, &alt);
+		if (ret)
+			goto drop_drafts;
+	}
+
+	spin_lock_irqsave(&priv->lock, flags);
+	if (cm_id->state != IB_CM_IDLE || priv->tw) {
+		spin_unlock_irqrestore(&priv->lock, flags);
+		ret = -EINVAL;
+		goto drop_drafts;
+	}
+	cm_av_publish(priv, &priv->av, &pri);
+	if (param->primary_path_outbound)
+		priv->av.dlid_datapath =
+			be16_to_cpu(param->primary_path_outbound->ib.dlid);
+	cm_av_publish(priv, &priv->alt_av, &alt);
+	priv->tw = tw;
+	tw = NULL;
+
+	cm_id->service_id = param->service_id;
+	priv->qp_type = param->qp_type;
+	priv->local_qpn = cpu_to_be32(param->qp_num & 0xffffff);
+	priv->rq_psn = cpu_to_be32(param->starting_psn & 0xffffff);
+	priv->pkey = param->primary_path->pkey;
+	priv->path_mtu = param->primary_path->mtu;
+	priv->responder_resources = param->responder_resources;
+	priv->initiator_depth = param->initiator_depth;
+	priv->retry_count = param->retry_count;
+	/* Wait for an answer: a round trip plus the peer's response time. */
+	priv->max_cm_retries = param->max_cm_retries;
+	priv->timeout_ms =
+		2 * cmc_iba_time_to_ms(param->primary_path->packet_life_time) +
+		cmc_iba_time_to_ms(param->remote_cm_response_timeout);
+
+	msg = cm_id_msg(priv);
+	if (IS_ERR(msg)) {
+		ret = PTR_ERR(msg);
+		goto unlock;
+	}
+	priv->tid = cm_new_tid(priv, msg);
+	ack_delay = cm_av_port(priv, &priv->av)->dev->ack_delay;
+
+	f.local_comm_id = be32_to_cpu(cm_id->local_id);
+	f.vendor_id = param->ece.vendor_id;
+	f.service_id = be64_to_cpu(param->service_id);
+	f.local_ca_guid = be64_to_cpu(cm_id->device->node_guid);
+	f.local_qpn = param->qp_num;
+	f.init_depth = param->initiator_depth;
+	f.remote_resp_timeout = param->remote_cm_response_timeout;
+	cmc_qp_type_to_wire(param->qp_type, &f.transport, &f.ext_transport);
+	f.flow_ctrl = param->flow_control;
+	f.starting_psn = param->starting_psn;
+	f.local_resp_timeout = param->local_cm_response_timeout;
+	f.pkey = be16_to_cpu(param->primary_path->pkey);
+	f.mtu = param->primary_path->mtu;
+	f.max_cm_retries = param->max_cm_retries;
+	if (param->qp_type != IB_QPT_XRC_INI) {
+		f.resp_resources = param->responder_resources;
+		f.retry_count = param->retry_count;
+		f.rnr_retry = param->rnr_retry_count;
+		f.srq = param->srq;
+	}
+	cm_fill_req_path(&f.primary, param->primary_path,
+			 param->primary_path_inbound, ack_delay);
+	if (param->alternate_path)
+		cm_fill_req_path(&f.alt, param->alternate_path, NULL,
+				 ack_delay);
+	f.pdata = param->private_data;
+	f.pdata_len = param->private_data_len;
+
+	cmc_put_hdr(msg->mad, CM_REQ_ATTR_ID, priv->tid, param->ece.attr_mod);
+	cmc_put_req(msg->mad, &f);
+
+	trace_icm_send_req(cm_id);
+	ret = cm_send_tracked(priv, msg, IB_CM_REQ_SENT);
+	if (!ret)
+		cm_id->state = IB_CM_REQ_SENT;
+unlock:
+	if (ret) {
+		/* Not sent: the record was never indexed; allow a retry. */
+		tw = priv->tw;
+		priv->tw = NULL;
+	}
+	spin_unlock_irqrestore(&priv->lock, flags);
+	cm_tw_free(tw);
+	return ret;
+
+drop_drafts:
+	cm_draft_release(&alt);
+	cm_draft_release(&pri);
+free_tw:
+	cm_tw_free(tw);
+	return ret;
+}
+EXPORT_SYMBOL(ib_send_cm_req);
+
+/* Send a REJ straight back to the sender of @rwc (no cm_id involved). */
+static void cm_issue_rej(struct cm_port *port, struct ib_mad_recv_wc *rwc,
+			 enum ib_cm_rej_reason reason, enum cmc_msg_kind what)
+{
+	const struct cm_rej_msg *in = (void *)rwc->recv_buf.mad;
+	struct ib_mad_send_buf *msg;
+	struct cmc_rej in_ids, f = {};
+
+	msg = cm_reply_msg(port, rwc);
+	if (IS_ERR(msg))
+		return;
+	/* Every CM message starts with the sender's comm ID. */
+	cmc_get_rej(in, &in_ids);
+	f.remote_comm_id = in_ids.local_comm_id;
+	f.local_comm_id = what == CMC_MSG_REQ ? 0 : in_ids.remote_comm_id;
+	f.msg_rejected = what;
+	f.reason = reason;
+	trace_icm_issue_rej(in_ids.local_comm_id, in_ids.remote_comm_id);
+	cmc_put_hdr(msg->mad, CM_REJ_ATTR_ID, in->hdr.tid, 0);
+	cmc_put_rej(msg->mad, &f);
+	cm_msg_send_or_release(msg);
+}
+
+static void cm_put_mra_for(struct cm_id_private *priv, void *mad,
+			   enum cmc_msg_kind what, u8 service_timeout,
+			   const void *pdata, u8 pdata_len)
+{
+	struct cmc_mra f = {
+		.local_comm_id = be32_to_cpu(priv->id.local_id),
+		.remote_comm_id = be32_to_cpu(priv->id.remote_id),
+		.msg_mraed = what,
+		.service_timeout = service_timeout,
+		.pdata = pdata,
+		.pdata_len = pdata_len,
+	};
+
+	cmc_put_hdr(mad, CM_MRA_ATTR_ID, priv->tid, 0);
+	cmc_put_mra(mad, &f);
+}
+
+static void cm_put_rej_for(struct cm_id_private *priv, void *mad,
+			   enum ib_cm_state state, enum ib_cm_rej_reason reason,
+			   const void *ari, u8 ari_len,
+			   const void *pdata, u8 pdata_len)
+{
+	struct cmc_rej f = {
+		.local_comm_id = be32_to_cpu(priv->id.local_id),
+		.remote_comm_id = be32_to_cpu(priv->id.remote_id),
+		.msg_rejected = CMC_MSG_OTHER,
+		.reason = reason,
+		.ari = ari,
+		.ari_len = ari_len,
+		.pdata = pdata,
+		.pdata_len = pdata_len,
+	};
+
+	switch (state) {
+	case IB_CM_REQ_RCVD:
+		/* Peers match a REJ of their REQ by their own ID only. */
+		f.local_comm_id = 0;
+		f.msg_rejected = CMC_MSG_REQ;
+		break;
+	case IB_CM_MRA_REQ_SENT:
+		f.msg_rejected = CMC_MSG_REQ;
+		break;
+	case IB_CM_REP_RCVD:
+	case IB_CM_MRA_REP_SENT:
+		f.msg_rejected = CMC_MSG_REP;
+		break;
+	default:
+		break;
+	}
+	cmc_put_hdr(mad, CM_REJ_ATTR_ID, priv->tid, 0);
+	cmc_put_rej(mad, &f);
+}
+
+/* A REQ we already know: repeat our MRA, or REJ if we are in TimeWait. */
+static void cm_dup_req(struct cm_job *job, struct cm_id_private *other)
+{
+	struct ib_mad_send_buf *msg;
+	enum ib_cm_state state;
+
+	cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_REQ_ATTR_ID, 1);
+	spin_lock_irq(&other->lock);
+	state = other->id.state;
+	spin_unlock_irq(&other->lock);
+	if (state != IB_CM_MRA_REQ_SENT && state != IB_CM_TIMEWAIT)
+		return;
+
+	msg = cm_reply_msg(job->port, job->recv);
+	if (IS_ERR(msg))
+		return;
+	spin_lock_irq(&other->lock);
+	state = other->id.state;
+	if (state == IB_CM_MRA_REQ_SENT)
+		cm_put_mra_for(other, msg->mad, CMC_MSG_REQ,
+			       other->service_timeout, other->pdata,
+			       other->pdata_len);
+	else if (state == IB_CM_TIMEWAIT)
+		cm_put_rej_for(other, msg->mad, state, IB_CM_REJ_STALE_CONN,
+			       NULL, 0, NULL, 0);
+	spin_unlock_irq(&other->lock);
+	if (state == IB_CM_MRA_REQ_SENT || state == IB_CM_TIMEWAIT) {
+		trace_icm_send_dup_req(&other->id);
+		cm_msg_send_or_release(msg);
+	} else {
+		cm_msg_abandon(msg);
+	}
+}
+
+/* Build a path record, as seen from this side, from a REQ path block. */
+static void cm_path_from_req(const struct cmc_req *r, const struct cmc_path *w,
+			     struct sa_path_rec *p, u32 dlid)
+{
+	/* Everything the peer proposed is taken as an exact match. */
+	p->mtu_selector = IB_SA_EQ;
+	p->rate_selector = IB_SA_EQ;
+	p->packet_life_time_selector = IB_SA_EQ;
+	p->reversible = 1;
+
+	/* The peer's "local" is our destination and vice versa. */
+	p->sgid = w->remote_gid;
+	p->dgid = w->local_gid;
+	p->service_id = cpu_to_be64(r->service_id);
+	p->pkey = cpu_to_be16(r->pkey);
+
+	p->mtu = r->mtu;
+	p->rate = w->rate;
+	p->sl = w->sl;
+	p->traffic_class = w->tclass;
+	p->hop_limit = w->hop_limit;
+	p->flow_label = cpu_to_be32(w->flow_label);
+	/* The ACK timeout covers a round trip: one lifetime less. */
+	p->packet_life_time = w->ack_timeout ? w->ack_timeout - 1 : 0;
+	if (sa_path_is_roce(p)) {
+		p->roce.route_resolved = false;
+	} else {
+		sa_path_set_dlid(p, dlid);
+		sa_path_set_slid(p, w->remote_lid);
+	}
+}
+
+/* Inter-subnet REQs carry permissive LIDs; take them from the WC instead. */
+static void cm_fix_routed_lids(struct cmc_path *w, struct ib_wc *wc)
+{
+	if (w->subnet_local)
+		return;
+	if (w->local_lid == be16_to_cpu(IB_LID_PERMISSIVE)) {
+		w->local_lid = wc->slid;
+		w->sl = wc->sl;
+	}
+	if (w->remote_lid == be16_to_cpu(IB_LID_PERMISSIVE))
+		w->remote_lid = wc->dlid_path_bits;
+}
+
+static u16 cm_bth_pkey(struct cm_job *job)
+{
+	u16 pkey = 0;
+
+	if (ib_get_cached_pkey(job->port->dev->ibdev, job->port->num,
+			       job->recv->wc->pkey_index, &pkey))
+		return 0;
+	return pkey;
+}
+
+static void cm_fill_req_event(struct cm_job *job, const struct cmc_req *r,
+			      struct ib_cm_id *listen_id,
+			      const struct ib_gid_attr *sgid_attr, bool has_alt)
+{
+	struct ib_cm_req_event_param *ev = &job->ev.param.req_rcvd;
+
+	job->ev.event = IB_CM_REQ_RECEIVED;
+	job->ev.private_data = (void *)r->pdata;
+
+	/* Where it came in and which listener matched. */
+	ev->port = job->port->num;
+	ev->bth_pkey = cm_bth_pkey(job);
+	ev->listen_id = listen_id;
+	ev->ppath_sgid_attr = sgid_attr;
+	ev->primary_path = &job->path[0];
+	ev->alternate_path = has_alt ? &job->path[1] : NULL;
+
+	/* The peer's transport parameters, as offered. */
+	ev->qp_type = cmc_qp_type_from_wire(r->transport, r->ext_transport);
+	ev->remote_qpn = r->local_qpn;
+	ev->remote_qkey = r->local_qkey;
+	ev->remote_ca_guid = cpu_to_be64(r->local_ca_guid);
+	ev->starting_psn = r->starting_psn;
+	ev->srq = r->srq;
+	ev->flow_control = r->flow_ctrl;
+	ev->rnr_retry_count = r->rnr_retry;
+	ev->retry_count = r->retry_count;
+
+	/* Mirrored: the peer's initiator depth is our responder resources. */
+	ev->initiator_depth = r->resp_resources;
+	ev->responder_resources = r->init_depth;
+	ev->remote_cm_response_timeout = r->local_resp_timeout;
+	ev->local_cm_response_timeout = r->remote_resp_timeout;
+
+	ev->ece.attr_mod = be32_to_cpu(job->recv->recv_buf.mad->mad_hdr.attr_mod);
+	ev->ece.vendor_id = r->vendor_id;
+}
+
+/*
+ * Match a new REQ against existing connections and listeners.  Returns the
+ * listener (referenced) or NULL when the REQ was handled here.
+ */
+static struct cm_id_private *cm_req_match(struct cm_job *job,
+					  struct cm_id_private *priv)
+{
+	struct cm_id_private *listener, *other;
+	struct cm_tw *tw = priv->tw, *hit;
+	__be32 lid, rid;
+
+	spin_lock_irq(&cmg.lock);
+	hit = cm_tw_insert_rid(tw);
+	if (hit) {
+		lid = hit->local_id;
+		rid = hit->remote_id;
+		spin_unlock_irq(&cmg.lock);
+		other = cm_id_lookup(lid, rid);
+		if (other) {
+			cm_dup_req(job, other);
+			cm_id_put(other);
+		}
+		return NULL;
+	}
+	hit = cm_tw_insert_rqpn(tw);
+	if (hit) {
+		lid = hit->local_id;
+		rid = hit->remote_id;
+		cm_tw_unlink(tw);
+		spin_unlock_irq(&cmg.lock);
+		cm_issue_rej(job->port, job->recv, IB_CM_REJ_STALE_CONN,
+			     CMC_MSG_REQ);
+		other = cm_id_lookup(lid, rid);
+		if (other) {
+			ib_send_cm_dreq(&other->id, NULL, 0);
+			cm_id_put(other);
+		}
+		return NULL;
+	}
+	listener = cm_listen_find(priv->id.device, priv->id.service_id);
+	if (!listener) {
+		cm_tw_unlink(tw);
+		spin_unlock_irq(&cmg.lock);
+		cm_issue_rej(job->port, job->recv, IB_CM_REJ_INVALID_SERVICE_ID,
+			     CMC_MSG_REQ);
+		return NULL;
+	}
+	spin_unlock_irq(&cmg.lock);
+	return listener;
+}
+
+static void cm_req_rcvd(struct cm_job *job)
+{
+	struct cm_req_msg *m = (void *)job->recv->recv_buf.mad;
+	struct cm_av_draft wcd = {}, pd = {}, ad = {};
+	struct cm_id_private *priv, *listener;
+	const struct ib_gid_attr *gattr;
+	bool roce, has_alt, have_gid = false;
+	union ib_gid gid;
+	struct cmc_req r;
+	int ret;
+
+	cmc_get_req(m, &r);
+	has_alt = cmc_req_has_alt(m);
+
+	priv = cm_id_new(job->port->dev->ibdev, NULL, NULL);
+	if (IS_ERR(priv))
+		goto free_job;
+	priv->tw = cm_tw_alloc(priv->id.local_id);
+	if (!priv->tw)
+		goto destroy;
+	if (cm_draft_from_wc(job->port, job->recv, &wcd))
+		goto destroy;
+
+	/* Identity of the peer, also recorded for duplicate detection. */
+	priv->tid = m->hdr.tid;
+	priv->id.service_id = cpu_to_be64(r.service_id);
+	priv->id.remote_id = cpu_to_be32(r.local_comm_id);
+	priv->remote_qpn = cpu_to_be32(r.local_qpn);
+	priv->tw->remote_qpn = priv->remote_qpn;
+	priv->tw->remote_id = priv->id.remote_id;
+	priv->tw->remote_ca_guid = cpu_to_be64(r.local_ca_guid);
+
+	/* Connection parameters, seen from our side. */
+	priv->qp_type = cmc_qp_type_from_wire(r.transport, r.ext_transport);
+	priv->pkey = cpu_to_be16(r.pkey);
+	priv->path_mtu = r.mtu;
+	priv->sq_psn = cpu_to_be32(r.starting_psn);
+	priv->responder_resources = r.init_depth;
+	priv->initiator_depth = r.resp_resources;
+	priv->rnr_retry_count = r.rnr_retry;
+	priv->retry_count = r.retry_count;
+	priv->max_cm_retries = r.max_cm_retries;
+	priv->timeout_ms = cmc_iba_time_to_ms(r.local_resp_timeout);
+
+	/* Not visible to anyone yet; the lock only satisfies the accessors. */
+	spin_lock_irq(&priv->lock);
+	priv->id.state = IB_CM_REQ_RCVD;
+	spin_unlock_irq(&priv->lock);
+
+	listener = cm_req_match(job, priv);
+	if (!listener) {
+		trace_icm_no_listener_err(&priv->id);
+		spin_lock_irq(&priv->lock);
+		priv->id.state = IB_CM_IDLE;
+		spin_unlock_irq(&priv->lock);
+		cm_draft_release(&wcd);
+		goto destroy;
+	}
+
+	/* Paths as this side sees them; RoCE takes its type from the GID. */
+	gattr = wcd.ah_attr.grh.sgid_attr;
+	roce = wcd.ah_attr.type == RDMA_AH_ATTR_TYPE_ROCE;
+	if (roce) {
+		job->path[0].rec_type =
+			sa_conv_gid_to_pathrec_type(gattr->gid_type);
+	} else {
+		cm_fix_routed_lids(&r.primary, job->recv->wc);
+		cm_fix_routed_lids(&r.alt, job->recv->wc);
+		job->path[0].rec_type = SA_PATH_REC_TYPE_IB;
+	}
+	job->path[1].rec_type = job->path[0].rec_type;
+	cm_path_from_req(&r, &r.primary, &job->path[0], job->recv->wc->slid);
+	if (has_alt)
+		cm_path_from_req(&r, &r.alt, &job->path[1], r.alt.local_lid);
+	if (roce)
+		sa_path_set_dmac(&job->path[0], wcd.ah_attr.roce.dmac);
+	job->path[0].hop_limit = wcd.ah_attr.grh.hop_limit;
+
+	ret = cm_draft_from_path(&job->path[0], gattr, &pd);
+	if (!ret && has_alt)
+		ret = cm_draft_from_path(&job->path[1], NULL, &ad);
+	if (ret)
+		have_gid = !rdma_query_gid(job->port->dev->ibdev,
+					   job->port->num, 0, &gid);
+
+	spin_lock_irq(&priv->lock);
+	cm_av_publish(priv, &priv->av, &wcd);
+	if (ret) {
+		/* Answer with the WC-derived AV, then drop the ID. */
+		cm_send_rej_locked(priv, pd.valid ? IB_CM_REJ_INVALID_ALT_GID :
+					 IB_CM_REJ_INVALID_GID,
+				   have_gid ? &gid : NULL,
+				   have_gid ? sizeof(gid) : 0, NULL, 0);
+		spin_unlock_irq(&priv->lock);
+		cm_draft_release(&pd);
+		cm_draft_release(&ad);
+		cm_id_put(listener);
+		goto destroy;
+	}
+	cm_av_publish(priv, &priv->av, &pd);
+	cm_av_publish(priv, &priv->alt_av, &ad);
+	if (!roce)
+		priv->av.dlid_datapath = r.primary.local_lid;
+	priv->id.cm_handler = listener->id.cm_handler;
+	priv->id.context = listener->id.context;
+	cm_fill_req_event(job, &r, &listener->id,
+			  priv->av.ah_attr.grh.sgid_attr, has_alt);
+	cm_id_publish(priv);
+	/* The new ID has no other deliverer: the event goes out right here. */
+	cm_deliver_locked(priv, job);
+	cm_id_put(listener);
+	return;
+
+destroy:
+	cm_destroy(priv, 0);
+free_job:
+	cm_job_free(job);
+}
+
+/* ------------------------------------------------------------------ */
+/* REP / RTU                                                           */
+
+int ib_send_cm_rep(struct ib_cm_id *cm_id, struct ib_cm_rep_param *param)
+{
+	struct cm_id_private *priv = to_priv(cm_id);
+	struct ib_mad_send_buf *msg;
+	struct cmc_rep f = {};
+	unsigned long flags;
+	int ret;
+
+	if (param->private_data &&
+	    param->private_data_len > IB_CM_REP_PRIVATE_DATA_SIZE)
+		return -EINVAL;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	if (cm_id->state != IB_CM_REQ_RCVD &&
+	    cm_id->state != IB_CM_MRA_REQ_SENT) {
+		ret = -EINVAL;
+		goto out;
+	}
+	msg = cm_id_msg(priv);
+	if (IS_ERR(msg)) {
+		ret = PTR_ERR(msg);
+		goto out;
+	}
+
+	f.local_comm_id = be32_to_cpu(cm_id->local_id);
+	f.remote_comm_id = be32_to_cpu(cm_id->remote_id);
+	f.starting_psn = param->starting_psn;
+	f.resp_resources = param->responder_resources;
+	f.target_ack_delay = cm_av_port(priv, &priv->av)->dev->ack_delay;
+	f.failover = param->failover_accepted;
+	f.rnr_retry = param->rnr_retry_count;
+	f.local_ca_guid = be64_to_cpu(cm_id->device->node_guid);
+	f.vendor_id = param->ece.vendor_id;
+	if (priv->qp_type == IB_QPT_XRC_TGT) {
+		f.srq = 1;
+		f.local_eecn = param->qp_num;
+	} else {
+		f.init_depth = param->initiator_depth;
+		f.flow_ctrl = param->flow_control;
+		f.srq = param->srq;
+		f.local_qpn = param->qp_num;
+	}
+	f.pdata = param->private_data;
+	f.pdata_len = param->private_data_len;
+	cmc_put_hdr(msg->mad, CM_REP_ATTR_ID, priv->tid, param->ece.attr_mod);
+	cmc_put_rep(msg->mad, &f);
+
+	trace_icm_send_rep(cm_id);
+	ret = cm_send_tracked(priv, msg, IB_CM_REP_SENT);
+	if (ret)
+		goto out;
+	cm_id->state = IB_CM_REP_SENT;
+	priv->initiator_depth = param->initiator_depth;
+	priv->responder_resources = param->responder_resources;
+	priv->rq_psn = cpu_to_be32(param->starting_psn & 0xffffff);
+	WARN_ONCE(param->qp_num & 0xff000000, "QPN 0x%x is wider than 24 bits\n",
+		  param->qp_num);
+	priv->local_qpn = cpu_to_be32(param->qp_num & 0xffffff);
+out:
+	spin_unlock_irqrestore(&priv->lock, flags);
+	return ret;
+}
+EXPORT_SYMBOL(ib_send_cm_rep);
+
+static void cm_put_rtu_for(struct cm_id_private *priv, void *mad,
+			   const void *pdata, u8 pdata_len)
+{
+	struct cmc_ids f = {
+		.local_comm_id = be32_to_cpu(priv->id.local_id),
+		.remote_comm_id = be32_to_cpu(priv->id.remote_id),
+		.pdata = pdata,
+		.pdata_len = pdata_len,
+	};
+
+	cmc_put_hdr(mad, CM_RTU_ATTR_ID, priv->tid, 0);
+	cmc_put_rtu(mad, &f);
+}
+
+int ib_send_cm_rtu(struct ib_cm_id *cm_id, const void *private_data,
+		   u8 private_data_len)
+{
+	struct cm_id_private *priv = to_priv(cm_id);
+	struct ib_mad_send_buf *msg;
+	unsigned long flags;
+	void *copy;
+	int ret;
+
+	if (private_data && private_data_len > IB_CM_RTU_PRIVATE_DATA_SIZE)
+		return -EINVAL;
+	copy = cm_dup_pdata(private_data, private_data_len);
+	if (IS_ERR(copy))
+		return PTR_ERR(copy);
+
+	spin_lock_irqsave(&priv->lock, flags);
+	if (cm_id->state != IB_CM_REP_RCVD &&
+	    cm_id->state != IB_CM_MRA_REP_SENT) {
+		ret = -EINVAL;
+		goto fail;
+	}
+	msg = cm_id_msg(priv);
+	if (IS_ERR(msg)) {
+		ret = PTR_ERR(msg);
+		goto fail;
+	}
+	cm_put_rtu_for(priv, msg->mad, private_data, private_data_len);
+	trace_icm_send_rtu(cm_id);
+	ret = cm_msg_send(msg);
+	if (ret) {
+		cm_msg_release(msg);
+		goto fail;
+	}
+	cm_id->state = IB_CM_ESTABLISHED;
+	cm_keep_pdata(priv, copy, private_data_len);
+	spin_unlock_irqrestore(&priv->lock, flags);
+	return 0;
+fail:
+	spin_unlock_irqrestore(&priv->lock, flags);
+	kfree(copy);
+	return ret;
+}
+EXPORT_SYMBOL(ib_send_cm_rtu);
+
+/* A REP for a connection past REP_RCVD: repeat RTU or MRA. */
+static void cm_dup_rep(struct cm_job *job, const struct cmc_rep *r)
+{
+	struct cm_id_private *priv;
+	struct ib_mad_send_buf *msg;
+	bool send = true;
+
+	priv = cm_id_lookup(cpu_to_be32(r->remote_comm_id),
+			    cpu_to_be32(r->local_comm_id));
+	if (!priv)
+		return;
+	cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_REP_ATTR_ID, 1);
+	msg = cm_reply_msg(job->port, job->recv);
+	if (IS_ERR(msg))
+		goto put;
+
+	spin_lock_irq(&priv->lock);
+	if (priv->id.state == IB_CM_ESTABLISHED)
+		cm_put_rtu_for(priv, msg->mad, priv->pdata, priv->pdata_len);
+	else if (priv->id.state == IB_CM_MRA_REP_SENT)
+		cm_put_mra_for(priv, msg->mad, CMC_MSG_REP,
+			       priv->service_timeout, priv->pdata,
+			       priv->pdata_len);
+	else
+		send = false;
+	spin_unlock_irq(&priv->lock);
+	if (send) {
+		trace_icm_send_dup_rep(&priv->id);
+		cm_msg_send_or_release(msg);
+	} else {
+		cm_msg_abandon(msg);
+	}
+put:
+	cm_id_put(priv);
+}
+
+static void cm_rep_rcvd(struct cm_job *job)
+{
+	struct cm_rep_msg *m = (void *)job->recv->recv_buf.mad;
+	struct ib_cm_rep_event_param *ev = &job->ev.param.rep_rcvd;
+	struct cm_id_private *priv, *other = NULL;
+	struct cm_tw *hit;
+	struct cmc_rep r;
+	__be32 rqpn, lid = 0, rid = 0;
+	bool stale = false;
+
+	cmc_get_rep(m, &r);
+	priv = cm_id_lookup(cpu_to_be32(r.remote_comm_id), 0);
+	if (!priv) {
+		cm_dup_rep(job, &r);
+		goto free_job;
+	}
+
+	spin_lock_irq(&priv->lock);
+	if (priv->id.state != IB_CM_REQ_SENT &&
+	    priv->id.state != IB_CM_MRA_REQ_RCVD)
+		goto unlock;
+	rqpn = cpu_to_be32(priv->qp_type == IB_QPT_XRC_INI ? r.local_eecn :
+							      r.local_qpn);
+	priv->tw->remote_id = cpu_to_be32(r.local_comm_id);
+	priv->tw->remote_ca_guid = cpu_to_be64(r.local_ca_guid);
+	priv->tw->remote_qpn = rqpn;
+
+	spin_lock(&cmg.lock);
+	if (cm_tw_insert_rid(priv->tw)) {
+		spin_unlock(&cmg.lock);
+		goto unlock;
+	}
+	hit = cm_tw_insert_rqpn(priv->tw);
+	if (hit) {
+		stale = true;
+		lid = hit->local_id;
+		rid = hit->remote_id;
+		cm_tw_unlink(priv->tw);
+	}
+	spin_unlock(&cmg.lock);
+	if (stale) {
+		spin_unlock_irq(&priv->lock);
+		trace_icm_staleconn_err(r.local_comm_id, r.remote_comm_id);
+		cm_issue_rej(job->port, job->recv, IB_CM_REJ_STALE_CONN,
+			     CMC_MSG_REP);
+		other = cm_id_lookup(lid, rid);
+		if (other) {
+			ib_send_cm_dreq(&other->id, NULL, 0);
+			cm_id_put(other);
+		}
+		goto put;
+	}
+
+	priv->id.state = IB_CM_REP_RCVD;
+	priv->id.remote_id = cpu_to_be32(r.local_comm_id);
+	priv->remote_qpn = rqpn;
+	priv->sq_psn = cpu_to_be32(r.starting_psn);
+	priv->target_ack_delay = r.target_ack_delay;
+	priv->rnr_retry_count = r.rnr_retry;
+	priv->responder_resources = r.init_depth;
+	priv->initiator_depth = r.resp_resources;
+	priv->av.timeout = cmc_ack_timeout(r.target_ack_delay,
+					   priv->av.timeout - 1);
+	priv->alt_av.timeout = cmc_ack_timeout(r.target_ack_delay,
+					       priv->alt_av.timeout - 1);
+	cm_cancel_msg(priv);
+
+	job->ev.event = IB_CM_REP_RECEIVED;
+	job->ev.private_data = (void *)r.pdata;
+	ev->remote_qpn = be32_to_cpu(rqpn);
+	ev->remote_qkey = r.local_qkey;
+	ev->remote_ca_guid = cpu_to_be64(r.local_ca_guid);
+	ev->starting_psn = r.starting_psn;
+	ev->srq = r.srq;
+	ev->flow_control = r.flow_ctrl;
+	ev->failover_accepted = r.failover;
+	ev->target_ack_delay = r.target_ack_delay;
+	ev->rnr_retry_count = r.rnr_retry;
+	/* Mirrored, as for the REQ. */
+	ev->initiator_depth = r.resp_resources;
+	ev->responder_resources = r.init_depth;
+	ev->ece.attr_mod = be32_to_cpu(m->hdr.attr_mod);
+	ev->ece.vendor_id = r.vendor_id;
+	cm_deliver_locked(priv, job);
+	cm_id_put(priv);
+	return;
+
+unlock:
+	spin_unlock_irq(&priv->lock);
+put:
+	cm_id_put(priv);
+free_job:
+	cm_job_free(job);
+}
+
+static void cm_rtu_rcvd(struct cm_job *job)
+{
+	struct cm_rtu_msg *m = (void *)job->recv->recv_buf.mad;
+	struct cm_id_private *priv;
+	struct cmc_ids r;
+
+	cmc_get_rtu(m, &r);
+	priv = cm_id_lookup(cpu_to_be32(r.remote_comm_id),
+			    cpu_to_be32(r.local_comm_id));
+	if (!priv)
+		goto free_job;
+	spin_lock_irq(&priv->lock);
+	if (priv->id.state != IB_CM_REP_SENT &&
+	    priv->id.state != IB_CM_MRA_REP_RCVD) {
+		spin_unlock_irq(&priv->lock);
+		cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_RTU_ATTR_ID, 1);
+		cm_id_put(priv);
+		goto free_job;
+	}
+	priv->id.state = IB_CM_ESTABLISHED;
+	cm_cancel_msg(priv);
+	job->ev.event = IB_CM_RTU_RECEIVED;
+	job->ev.private_data = (void *)r.pdata;
+	cm_deliver_locked(priv, job);
+	cm_id_put(priv);
+	return;
+free_job:
+	cm_job_free(job);
+}
+
+/* ------------------------------------------------------------------ */
+/* DREQ / DREP                                                         */
+
+static int cm_send_dreq_locked(struct cm_id_private *priv,
+			       const void *pdata, u8 pdata_len)
+{
+	struct ib_mad_send_buf *msg;
+	struct cmc_dreq f = {};
+	int ret;
+
+	lockdep_assert_held(&priv->lock);
+	if (pdata && pdata_len > IB_CM_DREQ_PRIVATE_DATA_SIZE)
+		return -EINVAL;
+	if (priv->id.state != IB_CM_ESTABLISHED) {
+		trace_icm_dreq_skipped(&priv->id);
+		return -EINVAL;
+	}
+	if (priv->id.lap_state == IB_CM_LAP_SENT ||
+	    priv->id.lap_state == IB_CM_MRA_LAP_RCVD)
+		cm_cancel_msg(priv);
+
+	msg = cm_id_msg(priv);
+	if (IS_ERR(msg)) {
+		cm_enter_timewait(priv);
+		return PTR_ERR(msg);
+	}
+	f.local_comm_id = be32_to_cpu(priv->id.local_id);
+	f.remote_comm_id = be32_to_cpu(priv->id.remote_id);
+	f.remote_qpn = be32_to_cpu(priv->remote_qpn);
+	f.pdata = pdata;
+	f.pdata_len = pdata_len;
+	cmc_put_hdr(msg->mad, CM_DREQ_ATTR_ID, cm_new_tid(priv, msg), 0);
+	cmc_put_dreq(msg->mad, &f);
+
+	trace_icm_send_dreq(&priv->id);
+	ret = cm_send_tracked(priv, msg, IB_CM_DREQ_SENT);
+	if (ret) {
+		cm_enter_timewait(priv);
+		return ret;
+	}
+	priv->id.state = IB_CM_DREQ_SENT;
+	return 0;
+}
+
+int ib_send_cm_dreq(struct ib_cm_id *cm_id, const void *private_data,
+		    u8 private_data_len)
+{
+	struct cm_id_private *priv = to_priv(cm_id);
+	unsigned long flags;
+	int ret;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	ret = cm_send_dreq_locked(priv, private_data, private_data_len);
+	spin_unlock_irqrestore(&priv->lock, flags);
+	return ret;
+}
+EXPORT_SYMBOL(ib_send_cm_dreq);
+
+static void cm_put_drep_for(struct cm_id_private *priv, void *mad,
+			    const void *pdata, u8 pdata_len)
+{
+	struct cmc_ids f = {
+		.local_comm_id = be32_to_cpu(priv->id.local_id),
+		.remote_comm_id = be32_to_cpu(priv->id.remote_id),
+		.pdata = pdata,
+		.pdata_len = pdata_len,
+	};
+
+	cmc_put_hdr(mad, CM_DREP_ATTR_ID, priv->tid, 0);
+	cmc_put_drep(mad, &f);
+}
+
+/* Takes ownership of @pdata (kmalloc'ed or NULL). */
+static int cm_send_drep_locked(struct cm_id_private *priv, void *pdata,
+			       u8 pdata_len)
+{
+	struct ib_mad_send_buf *msg;
+	int ret;
+
+	lockdep_assert_held(&priv->lock);
+	if (pdata && pdata_len > IB_CM_DREP_PRIVATE_DATA_SIZE) {
+		kfree(pdata);
+		return -EINVAL;
+	}
+	if (priv->id.state != IB_CM_DREQ_RCVD) {
+		kfree(pdata);
+		return -EINVAL;
+	}
+	cm_keep_pdata(priv, pdata, pdata_len);
+	cm_enter_timewait(priv);
+
+	msg = cm_id_msg(priv);
+	if (IS_ERR(msg))
+		return PTR_ERR(msg);
+	cm_put_drep_for(priv, msg->mad, priv->pdata, priv->pdata_len);
+	trace_icm_send_drep(&priv->id);
+	ret = cm_msg_send(msg);
+	if (ret)
+		cm_msg_release(msg);
+	return ret;
+}
+
+int ib_send_cm_drep(struct ib_cm_id *cm_id, const void *private_data,
+		    u8 private_data_len)
+{
+	struct cm_id_private *priv = to_priv(cm_id);
+	unsigned long flags;
+	void *copy;
+	int ret;
+
+	if (private_data && private_data_len > IB_CM_DREP_PRIVATE_DATA_SIZE)
+		return -EINVAL;
+	copy = cm_dup_pdata(private_data, private_data_len);
+	if (IS_ERR(copy))
+		return PTR_ERR(copy);
+	spin_lock_irqsave(&priv->lock, flags);
+	ret = cm_send_drep_locked(priv, copy, private_data_len);
+	spin_unlock_irqrestore(&priv->lock, flags);
+	return ret;
+}
+EXPORT_SYMBOL(ib_send_cm_drep);
+
+/* DREQ for an ID we no longer have: answer so the peer can finish. */
+static void cm_issue_drep(struct cm_port *port, struct ib_mad_recv_wc *rwc)
+{
+	const struct cm_dreq_msg *in = (void *)rwc->recv_buf.mad;
+	struct ib_mad_send_buf *msg;
+	struct cmc_dreq d;
+	struct cmc_ids f = {};
+
+	msg = cm_reply_msg(port, rwc);
+	if (IS_ERR(msg))
+		return;
+	cmc_get_dreq(in, &d);
+	f.local_comm_id = d.remote_comm_id;
+	f.remote_comm_id = d.local_comm_id;
+	trace_icm_issue_drep(d.local_comm_id, d.remote_comm_id);
+	cmc_put_hdr(msg->mad, CM_DREP_ATTR_ID, in->hdr.tid, 0);
+	cmc_put_drep(msg->mad, &f);
+	cm_msg_send_or_release(msg);
+}
+
+/* Repeat the DREP of a connection that is already in TimeWait. */
+static void cm_redo_drep(struct cm_job *job, struct cm_id_private *priv)
+{
+	struct ib_mad_send_buf *msg;
+	bool send;
+
+	msg = cm_reply_msg(job->port, job->recv);
+	if (IS_ERR(msg))
+		return;
+	spin_lock_irq(&priv->lock);
+	send = priv->id.state == IB_CM_TIMEWAIT;
+	if (send)
+		cm_put_drep_for(priv, msg->mad, priv->pdata, priv->pdata_len);
+	spin_unlock_irq(&priv->lock);
+	if (send)
+		cm_msg_send_or_release(msg);
+	else
+		cm_msg_abandon(msg);
+}
+
+static void cm_dreq_rcvd(struct cm_job *job)
+{
+	struct cm_dreq_msg *m = (void *)job->recv->recv_buf.mad;
+	struct cm_id_private *priv;
+	struct cmc_dreq r;
+
+	cmc_get_dreq(m, &r);
+	priv = cm_id_lookup(cpu_to_be32(r.remote_comm_id),
+			    cpu_to_be32(r.local_comm_id));
+	if (!priv) {
+		trace_icm_no_priv_err(r.local_comm_id, r.remote_comm_id);
+		cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID, 1);
+		cm_issue_drep(job->port, job->recv);
+		goto free_job;
+	}
+
+	spin_lock_irq(&priv->lock);
+	if (priv->local_qpn != cpu_to_be32(r.remote_qpn))
+		goto unlock;
+	if (priv->id.state == IB_CM_TIMEWAIT) {
+		/* Our DREP got lost: send it again. */
+		spin_unlock_irq(&priv->lock);
+		cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID, 1);
+		cm_redo_drep(job, priv);
+		goto put;
+	}
+	if (priv->id.state == IB_CM_DREQ_RCVD) {
+		cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID, 1);
+		goto unlock;
+	}
+	/*
+	 * A DREQ also ends a pending REP (the peer got it and used it) and
+	 * crosses our own DREQ.  In ESTABLISHED only a LAP may be pending.
+	 */
+	if (priv->id.state == IB_CM_ESTABLISHED) {
+		if (priv->id.lap_state == IB_CM_LAP_SENT ||
+		    priv->id.lap_state == IB_CM_MRA_LAP_RCVD)
+			cm_cancel_msg(priv);
+	} else if (cm_state_is(priv->id.state,
+			       CM_ST_REP_OUT | CM_ST(DREQ_SENT))) {
+		cm_cancel_msg(priv);
+	} else {
+		goto unlock;
+	}
+	priv->id.state = IB_CM_DREQ_RCVD;
+	priv->tid = m->hdr.tid;
+	job->ev.event = IB_CM_DREQ_RECEIVED;
+	job->ev.private_data = (void *)r.pdata;
+	cm_deliver_locked(priv, job);
+	cm_id_put(priv);
+	return;
+
+unlock:
+	spin_unlock_irq(&priv->lock);
+put:
+	cm_id_put(priv);
+free_job:
+	cm_job_free(job);
+}
+
+static void cm_drep_rcvd(struct cm_job *job)
+{
+	struct cm_drep_msg *m = (void *)job->recv->recv_buf.mad;
+	struct cm_id_private *priv;
+	struct cmc_ids r;
+
+	cmc_get_drep(m, &r);
+	priv = cm_id_lookup(cpu_to_be32(r.remote_comm_id),
+			    cpu_to_be32(r.local_comm_id));
+	if (!priv)
+		goto free_job;
+	spin_lock_irq(&priv->lock);
+	if (priv->id.state != IB_CM_DREQ_SENT &&
+	    priv->id.state != IB_CM_DREQ_RCVD) {
+		spin_unlock_irq(&priv->lock);
+		cm_id_put(priv);
+		goto free_job;
+	}
+	cm_enter_timewait(priv);
+	cm_cancel_msg(priv);
+	job->ev.event = IB_CM_DREP_RECEIVED;
+	job->ev.private_data = (void *)r.pdata;
+	cm_deliver_locked(priv, job);
+	cm_id_put(priv);
+	return;
+free_job:
+	cm_job_free(job);
+}
+
+/* ------------------------------------------------------------------ */
+/* REJ                                                                 */
+
+static int cm_send_rej_locked(struct cm_id_private *priv,
+			      enum ib_cm_rej_reason reason, void *ari,
+			      u8 ari_len, const void *pdata, u8 pdata_len)
+{
+	enum ib_cm_state state = priv->id.state;
+	struct ib_mad_send_buf *msg;
+	int ret;
+
+	lockdep_assert_held(&priv->lock);
+	if ((pdata && pdata_len > IB_CM_REJ_PRIVATE_DATA_SIZE) ||
+	    (ari && ari_len > IB_CM_REJ_ARI_LENGTH))
+		return -EINVAL;
+
+	/*
+	 * Once our REP is out the peer may already use the QP: go through
+	 * TimeWait.  Earlier in the handshake nothing was used yet.
+	 */
+	if (cm_state_is(state, CM_ST_REP_OUT))
+		cm_enter_timewait(priv);
+	else if (cm_state_is(state, CM_ST_HANDSHAKE))
+		cm_reset_to_idle(priv);
+	else
+		return -EINVAL;
+
+	msg = cm_id_msg(priv);
+	if (IS_ERR(msg))
+		return PTR_ERR(msg);
+	cm_put_rej_for(priv, msg->mad, state, reason, ari, ari_len, pdata,
+		       pdata_len);
+	trace_icm_send_rej(&priv->id, reason);
+	ret = cm_msg_send(msg);
+	if (ret)
+		cm_msg_release(msg);
+	return ret;
+}
+
+int ib_send_cm_rej(struct ib_cm_id *cm_id, enum ib_cm_rej_reason reason,
+		   void *ari, u8 ari_length, const void *private_data,
+		   u8 private_data_len)
+{
+	struct cm_id_private *priv = to_priv(cm_id);
+	unsigned long flags;
+	int ret;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	ret = cm_send_rej_locked(priv, reason, ari, ari_length, private_data,
+				 private_data_len);
+	spin_unlock_irqrestore(&priv->lock, flags);
+	return ret;
+}
+EXPORT_SYMBOL(ib_send_cm_rej);
+
+static struct cm_id_private *cm_rej_target(const struct cmc_rej *r)
+{
+	struct cm_id_private *priv = NULL;
+	__be32 lid = 0, rid = 0;
+	struct cm_tw *tw;
+	__be64 guid;
+
+	if (r->reason == IB_CM_REJ_TIMEOUT) {
+		/* The ARI of a timeout REJ is the sender's CA GUID. */
+		memcpy(&guid, r->ari, sizeof(guid));
+		spin_lock_irq(&cmg.lock);
+		tw = cm_tw_find_rid(guid, cpu_to_be32(r->local_comm_id));
+		if (tw) {
+			lid = tw->local_id;
+			rid = tw->remote_id;
+		}
+		spin_unlock_irq(&cmg.lock);
+		if (tw)
+			priv = cm_id_lookup(lid, rid);
+		return priv;
+	}
+	if (r->msg_rejected == CMC_MSG_REQ)
+		return cm_id_lookup(cpu_to_be32(r->remote_comm_id), 0);
+	return cm_id_lookup(cpu_to_be32(r->remote_comm_id),
+			    cpu_to_be32(r->local_comm_id));
+}
+
+/*
+ * Apply a received REJ to the ID's state.  Returns false when the REJ does
+ * not fit the state and must be ignored.
+ */
+static bool cm_rej_applies(struct cm_id_private *priv, u16 reason)
+{
+	enum ib_cm_state st = priv->id.state;
+	enum ib_cm_lap_state lap = priv->id.lap_state;
+
+	lockdep_assert_held(&priv->lock);
+	if (st == IB_CM_ESTABLISHED) {
+		/* Only a REJ of our LAP (or a stray one before LAP) counts. */
+		if (lap != IB_CM_LAP_UNINIT && lap != IB_CM_LAP_SENT)
+			return false;
+		if (lap == IB_CM_LAP_SENT)
+			cm_cancel_msg(priv);
+		cm_enter_timewait(priv);
+		return true;
+	}
+	if (!cm_state_is(st, CM_ST_HANDSHAKE | CM_ST(DREQ_SENT)))
+		return false;
+
+	/* Stop retransmitting whatever the peer has just refused. */
+	if (cm_state_is(st, CM_ST_REQ_OUT | CM_ST_REP_OUT | CM_ST(DREQ_SENT)))
+		cm_cancel_msg(priv);
+	/*
+	 * Until we accepted a REP from the peer its QP was not bound to
+	 * ours, so the IDs can be reused at once, unless the peer calls the
+	 * connection stale.  After that (and after a DREQ) go via TimeWait.
+	 */
+	if (cm_state_is(st, CM_ST_REQ_OUT | CM_ST_REQ_IN | CM_ST_REP_OUT) &&
+	    reason != IB_CM_REJ_STALE_CONN)
+		cm_reset_to_idle(priv);
+	else
+		cm_enter_timewait(priv);
+	return true;
+}
+
+static void cm_rej_rcvd(struct cm_job *job)
+{
+	struct cm_rej_msg *m = (void *)job->recv->recv_buf.mad;
+	struct ib_cm_rej_event_param *ev = &job->ev.param.rej_rcvd;
+	struct cm_id_private *priv;
+	struct cmc_rej r;
+
+	cmc_get_rej(m, &r);
+	priv = cm_rej_target(&r);
+	if (!priv)
+		goto free_job;
+
+	spin_lock_irq(&priv->lock);
+	if (!cm_rej_applies(priv, r.reason)) {
+		spin_unlock_irq(&priv->lock);
+		cm_id_put(priv);
+		goto free_job;
+	}
+	job->ev.event = IB_CM_REJ_RECEIVED;
+	ev->reason = r.reason;
+	ev->ari = (void *)r.ari;
+	ev->ari_length = r.ari_len;
+	job->ev.private_data = (void *)r.pdata;
+	cm_deliver_locked(priv, job);
+	cm_id_put(priv);
+	return;
+free_job:
+	cm_job_free(job);
+}
+
+/* ------------------------------------------------------------------ */
+/* MRA                                                                 */
+
+int ib_send_cm_mra(struct ib_cm_id *cm_id, u8 service_timeout,
+		   const void *private_data, u8 private_data_len)
+{
+	struct cm_id_private *priv = to_priv(cm_id);
+	enum ib_cm_lap_state lap_state;
+	struct ib_mad_send_buf *msg;
+	enum cmc_msg_kind what;
+	enum ib_cm_state state;
+	unsigned long flags;
+	void *copy;
+	int ret;
+
+	if (private_data && private_data_len > IB_CM_MRA_PRIVATE_DATA_SIZE)
+		return -EINVAL;
+	copy = cm_dup_pdata(private_data, private_data_len);
+	if (IS_ERR(copy))
+		return PTR_ERR(copy);
+
+	spin_lock_irqsave(&priv->lock, flags);
+	state = cm_id->state;
+	lap_state = cm_id->lap_state;
+	if (state == IB_CM_REQ_RCVD) {
+		state = IB_CM_MRA_REQ_SENT;
+		what = CMC_MSG_REQ;
+	} else if (state == IB_CM_REP_RCVD) {
+		state = IB_CM_MRA_REP_SENT;
+		what = CMC_MSG_REP;
+	} else if (state == IB_CM_ESTABLISHED &&
+		   lap_state == IB_CM_LAP_RCVD) {
+		lap_state = IB_CM_MRA_LAP_SENT;
+		what = CMC_MSG_OTHER;
+	} else {
+		ret = -EINVAL;
+		goto fail;
+	}
+
+	/* With the delay flag the MRA only goes out for a duplicate. */
+	if (!(service_timeout & IB_CM_MRA_FLAG_DELAY)) {
+		msg = cm_id_msg(priv);
+		if (IS_ERR(msg)) {
+			ret = PTR_ERR(msg);
+			goto fail;
+		}
+		cm_put_mra_for(priv, msg->mad, what, service_timeout,
+			       private_data, private_data_len);
+		trace_icm_send_mra(cm_id);
+		ret = cm_msg_send(msg);
+		if (ret) {
+			cm_msg_release(msg);
+			goto fail;
+		}
+	}
+	cm_id->state = state;
+	cm_id->lap_state = lap_state;
+	priv->service_timeout = service_timeout;
+	cm_keep_pdata(priv, copy, private_data_len);
+	spin_unlock_irqrestore(&priv->lock, flags);
+	return 0;
+fail:
+	spin_unlock_irqrestore(&priv->lock, flags);
+	kfree(copy);
+	return ret;
+}
+EXPORT_SYMBOL(ib_send_cm_mra);
+
+static void cm_mra_rcvd(struct cm_job *job)
+{
+	struct cm_mra_msg *m = (void *)job->recv->recv_buf.mad;
+	struct cm_id_private *priv;
+	unsigned int wait_ms;
+	struct cmc_mra r;
+	bool ok = false;
+
+	cmc_get_mra(m, &r);
+	if (r.msg_mraed == CMC_MSG_REQ)
+		priv = cm_id_lookup(cpu_to_be32(r.remote_comm_id), 0);
+	else if (r.msg_mraed <= CMC_MSG_OTHER)
+		priv = cm_id_lookup(cpu_to_be32(r.remote_comm_id),
+				    cpu_to_be32(r.local_comm_id));
+	else
+		priv = NULL;
+	if (!priv)
+		goto free_job;
+
+	spin_lock_irq(&priv->lock);
+	wait_ms = cmc_iba_time_to_ms(r.service_timeout) +
+		  cmc_iba_time_to_ms(priv->av.timeout);
+	switch (priv->id.state) {
+	case IB_CM_REQ_SENT:
+		ok = r.msg_mraed == CMC_MSG_REQ && priv->msg &&
+		     !ib_modify_mad(priv->msg, wait_ms);
+		if (ok)
+			priv->id.state = IB_CM_MRA_REQ_RCVD;
+		break;
+	case IB_CM_REP_SENT:
+		ok = r.msg_mraed == CMC_MSG_REP && priv->msg &&
+		     !ib_modify_mad(priv->msg, wait_ms);
+		if (ok)
+			priv->id.state = IB_CM_MRA_REP_RCVD;
+		break;
+	case IB_CM_ESTABLISHED:
+		ok = r.msg_mraed == CMC_MSG_OTHER &&
+		     priv->id.lap_state == IB_CM_LAP_SENT && priv->msg &&
+		     !ib_modify_mad(priv->msg, wait_ms);
+		if (ok)
+			priv->id.lap_state = IB_CM_MRA_LAP_RCVD;
+		else if (priv->id.lap_state == IB_CM_MRA_LAP_RCVD)
+			cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_MRA_ATTR_ID,
+				   1);
+		break;
+	case IB_CM_MRA_REQ_RCVD:
+	case IB_CM_MRA_REP_RCVD:
+		cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_MRA_ATTR_ID, 1);
+		break;
+	default:
+		break;
+	}
+	if (!ok) {
+		spin_unlock_irq(&priv->lock);
+		cm_id_put(priv);
+		goto free_job;
+	}
+	priv->msg->context[1] = (void *)(unsigned long)priv->id.state;
+	job->ev.event = IB_CM_MRA_RECEIVED;
+	job->ev.param.mra_rcvd.service_timeout = r.service_timeout;
+	job->ev.private_data = (void *)r.pdata;
+	cm_deliver_locked(priv, job);
+	cm_id_put(priv);
+	return;
+free_job:
+	cm_job_free(job);
+}
+
+/* ------------------------------------------------------------------ */
+/* LAP / APR (receive side only; alternate paths are IB-only)          */
+
+static void cm_lap_rcvd(struct cm_job *job)
+{
+	struct cm_lap_msg *m = (void *)job->recv->recv_buf.mad;
+	struct cm_av_draft wcd = {}, ad = {};
+	struct sa_path_rec *p = &job->path[0];
+	struct ib_mad_send_buf *msg;
+	struct cm_id_private *priv;
+	struct cmc_lap r;
+
+	if (rdma_protocol_roce(job->port->dev->ibdev, job->port->num))
+		goto free_job;
+	cmc_get_lap(m, &r);
+	priv = cm_id_lookup(cpu_to_be32(r.remote_comm_id),
+			    cpu_to_be32(r.local_comm_id));
+	if (!priv)
+		goto free_job;
+
+	p->rec_type = SA_PATH_REC_TYPE_IB;
+	p->dgid = r.alt.local_gid;
+	p->sgid = r.alt.remote_gid;
+	p->flow_label = cpu_to_be32(r.alt.flow_label);
+	p->hop_limit = r.alt.hop_limit;
+	p->traffic_class = r.alt.tclass;
+	p->reversible = 1;
+	p->sl = r.alt.sl;
+	p->rate_selector = IB_SA_EQ;
+	p->rate = r.alt.rate;
+	p->packet_life_time_selector = IB_SA_EQ;
+	p->packet_life_time = r.alt.ack_timeout ? r.alt.ack_timeout - 1 : 0;
+	sa_path_set_dlid(p, r.alt.local_lid);
+	sa_path_set_slid(p, r.alt.remote_lid);
+
+	spin_lock_irq(&priv->lock);
+	p->pkey = priv->pkey;
+	p->mtu_selector = IB_SA_EQ;
+	p->mtu = priv->path_mtu;
+	spin_unlock_irq(&priv->lock);
+
+	if (cm_draft_from_wc(job->port, job->recv, &wcd))
+		goto put;
+	if (cm_draft_from_path(p, NULL, &ad)) {
+		cm_draft_release(&wcd);
+		goto put;
+	}
+
+	spin_lock_irq(&priv->lock);
+	if (priv->id.state != IB_CM_ESTABLISHED)
+		goto unlock;
+	switch (priv->id.lap_state) {
+	case IB_CM_LAP_UNINIT:
+	case IB_CM_LAP_IDLE:
+		break;
+	case IB_CM_MRA_LAP_SENT:
+		cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_LAP_ATTR_ID, 1);
+		spin_unlock_irq(&priv->lock);
+		cm_draft_release(&wcd);
+		cm_draft_release(&ad);
+		msg = cm_reply_msg(job->port, job->recv);
+		if (IS_ERR(msg))
+			goto put;
+		spin_lock_irq(&priv->lock);
+		cm_put_mra_for(priv, msg->mad, CMC_MSG_OTHER,
+			       priv->service_timeout, priv->pdata,
+			       priv->pdata_len);
+		spin_unlock_irq(&priv->lock);
+		cm_msg_send_or_release(msg);
+		goto put;
+	case IB_CM_LAP_RCVD:
+		cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_LAP_ATTR_ID, 1);
+		goto unlock;
+	default:
+		goto unlock;
+	}
+	cm_av_publish(priv, &priv->av, &wcd);
+	cm_av_publish(priv, &priv->alt_av, &ad);
+	priv->id.lap_state = IB_CM_LAP_RCVD;
+	priv->tid = m->hdr.tid;
+	job->ev.event = IB_CM_LAP_RECEIVED;
+	job->ev.param.lap_rcvd.alternate_path = p;
+	job->ev.private_data = (void *)r.pdata;
+	cm_deliver_locked(priv, job);
+	cm_id_put(priv);
+	return;
+
+unlock:
+	spin_unlock_irq(&priv->lock);
+	cm_draft_release(&wcd);
+	cm_draft_release(&ad);
+put:
+	cm_id_put(priv);
+free_job:
+	cm_job_free(job);
+}
+
+static void cm_apr_rcvd(struct cm_job *job)
+{
+	struct cm_apr_msg *m = (void *)job->recv->recv_buf.mad;
+	struct cm_id_private *priv;
+	struct cmc_apr r;
+
+	if (rdma_protocol_roce(job->port->dev->ibdev, job->port->num))
+		goto free_job;
+	cmc_get_apr(m, &r);
+	priv = cm_id_lookup(cpu_to_be32(r.remote_comm_id),
+			    cpu_to_be32(r.local_comm_id));
+	if (!priv)
+		goto free_job;
+	spin_lock_irq(&priv->lock);
+	if (priv->id.state != IB_CM_ESTABLISHED ||
+	    (priv->id.lap_state != IB_CM_LAP_SENT &&
+	     priv->id.lap_state != IB_CM_MRA_LAP_RCVD)) {
+		spin_unlock_irq(&priv->lock);
+		cm_id_put(priv);
+		goto free_job;
+	}
+	priv->id.lap_state = IB_CM_LAP_IDLE;
+	cm_cancel_msg(priv);
+	job->ev.event = IB_CM_APR_RECEIVED;
+	job->ev.param.apr_rcvd.ap_status = r.status;
+	job->ev.param.apr_rcvd.apr_info = (void *)r.info;
+	job->ev.param.apr_rcvd.info_len = r.info_len;
+	job->ev.private_data = (void *)r.pdata;
+	cm_deliver_locked(priv, job);
+	cm_id_put(priv);
+	return;
+free_job:
+	cm_job_free(job);
+}
+
+/* ------------------------------------------------------------------ */
+/* SIDR                                                                */
+
+int ib_send_cm_sidr_req(struct ib_cm_id *cm_id,
+			struct ib_cm_sidr_req_param *param)
+{
+	struct cm_id_private *priv = to_priv(cm_id);
+	struct cmc_sidr_req f = {};
+	struct ib_mad_send_buf *msg;
+	struct cm_av_draft d;
+	unsigned long flags;
+	int ret;
+
+	if (!param->path || (param->private_data &&
+			     param->private_data_len >
+			     IB_CM_SIDR_REQ_PRIVATE_DATA_SIZE))
+		return -EINVAL;
+	ret = cm_draft_from_path(param->path, param->sgid_attr, &d);
+	if (ret)
+		return ret;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	if (cm_id->state != IB_CM_IDLE) {
+		spin_unlock_irqrestore(&priv->lock, flags);
+		cm_draft_release(&d);
+		return -EINVAL;
+	}
+	cm_av_publish(priv, &priv->av, &d);
+	cm_id->service_id = param->service_id;
+	priv->timeout_ms = param->timeout_ms;
+	priv->max_cm_retries = param->max_cm_retries;
+
+	msg = cm_id_msg(priv);
+	if (IS_ERR(msg)) {
+		ret = PTR_ERR(msg);
+		goto out;
+	}
+	f.request_id = be32_to_cpu(cm_id->local_id);
+	f.pkey = be16_to_cpu(param->path->pkey);
+	f.service_id = be64_to_cpu(param->service_id);
+	f.pdata = param->private_data;
+	f.pdata_len = param->private_data_len;
+	cmc_put_hdr(msg->mad, CM_SIDR_REQ_ATTR_ID, cm_new_tid(priv, msg), 0);
+	cmc_put_sidr_req(msg->mad, &f);
+	trace_icm_send_sidr_req(cm_id);
+	ret = cm_send_tracked(priv, msg, IB_CM_SIDR_REQ_SENT);
+	if (!ret)
+		cm_id->state = IB_CM_SIDR_REQ_SENT;
+out:
+	spin_unlock_irqrestore(&priv->lock, flags);
+	return ret;
+}
+EXPORT_SYMBOL(ib_send_cm_sidr_req);
+
+static int cm_sidr_cmp(__be32 rid1, u32 slid1, __be32 rid2, u32 slid2)
+{
+	if (rid1 != rid2)
+		return be32_to_cpu(rid1) < be32_to_cpu(rid2) ? -1 : 1;
+	if (slid1 != slid2)
+		return slid1 < slid2 ? -1 : 1;
+	return 0;
+}
+
+/* Returns true if an identical SIDR REQ is already being served. */
+static bool cm_sidr_insert(struct cm_id_private *priv)
+{
+	struct rb_node **slot = &cmg.sidr_tree.rb_node, *parent = NULL;
+	struct cm_id_private *cur;
+	int c;
+
+	lockdep_assert_held(&cmg.lock);
+	while (*slot) {
+		parent = *slot;
+		cur = rb_entry(parent, struct cm_id_private, sidr_node);
+		c = cm_sidr_cmp(priv->id.remote_id, priv->sidr_slid,
+				cur->id.remote_id, cur->sidr_slid);
+		if (!c)
+			return true;
+		slot = c < 0 ? &parent->rb_left : &parent->rb_right;
+	}
+	rb_link_node(&priv->sidr_node, parent, slot);
+	rb_insert_color(&priv->sidr_node, &cmg.sidr_tree);
+	return false;
+}
+
+static int cm_send_sidr_rep_locked(struct cm_id_private *priv,
+				   struct ib_cm_sidr_rep_param *param)
+{
+	struct cmc_sidr_rep f = {};
+	struct ib_mad_send_buf *msg;
+	int ret;
+
+	lockdep_assert_held(&priv->lock);
+	if ((param->info && param->info_length > IB_CM_SIDR_REP_INFO_LENGTH) ||
+	    (param->private_data &&
+	     param->private_data_len > IB_CM_SIDR_REP_PRIVATE_DATA_SIZE))
+		return -EINVAL;
+	if (priv->id.state != IB_CM_SIDR_REQ_RCVD)
+		return -EINVAL;
+
+	msg = cm_id_msg(priv);
+	if (IS_ERR(msg))
+		return PTR_ERR(msg);
+	f.request_id = be32_to_cpu(priv->id.remote_id);
+	f.status = param->status;
+	f.qpn = param->qp_num;
+	f.service_id = be64_to_cpu(priv->id.service_id);
+	f.qkey = param->qkey;
+	f.vendor_id = param->ece.vendor_id;
+	f.info = param->info;
+	f.info_len = param->info_length;
+	f.pdata = param->private_data;
+	f.pdata_len = param->private_data_len;
+	cmc_put_hdr(msg->mad, CM_SIDR_REP_ATTR_ID, priv->tid,
+		    param->ece.attr_mod);
+	cmc_put_sidr_rep(msg->mad, &f);
+	trace_icm_send_sidr_rep(&priv->id);
+	ret = cm_msg_send(msg);
+	if (ret) {
+		cm_msg_release(msg);
+		return ret;
+	}
+	priv->id.state = IB_CM_IDLE;
+	spin_lock(&cmg.lock);
+	if (!RB_EMPTY_NODE(&priv->sidr_node)) {
+		rb_erase(&priv->sidr_node, &cmg.sidr_tree);
+		RB_CLEAR_NODE(&priv->sidr_node);
+	}
+	spin_unlock(&cmg.lock);
+	return 0;
+}
+
+int ib_send_cm_sidr_rep(struct ib_cm_id *cm_id,
+			struct ib_cm_sidr_rep_param *param)
+{
+	struct cm_id_private *priv = to_priv(cm_id);
+	unsigned long flags;
+	int ret;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	ret = cm_send_sidr_rep_locked(priv, param);
+	spin_unlock_irqrestore(&priv->lock, flags);
+	return ret;
+}
+EXPORT_SYMBOL(ib_send_cm_sidr_rep);
+
+static void cm_sidr_req_rcvd(struct cm_job *job)
+{
+	struct cm_sidr_req_msg *m = (void *)job->recv->recv_buf.mad;
+	struct ib_cm_sidr_req_event_param *ev = &job->ev.param.sidr_req_rcvd;
+	struct ib_cm_sidr_rep_param unsupported = {
+		.status = IB_SIDR_UNSUPPORTED,
+	};
+	struct cm_id_private *priv, *listener;
+	struct cm_av_draft d;
+	struct cmc_sidr_req r;
+	bool dup;
+
+	cmc_get_sidr_req(m, &r);
+	priv = cm_id_new(job->port->dev->ibdev, NULL, NULL);
+	if (IS_ERR(priv))
+		goto free_job;
+	priv->id.remote_id = cpu_to_be32(r.request_id);
+	priv->id.service_id = cpu_to_be64(r.service_id);
+	priv->tid = m->hdr.tid;
+	priv->sidr_slid = job->recv->wc->slid;
+	if (cm_draft_from_wc(job->port, job->recv, &d))
+		goto destroy;
+
+	spin_lock_irq(&priv->lock);
+	cm_av_publish(priv, &priv->av, &d);
+	spin_lock(&cmg.lock);
+	dup = cm_sidr_insert(priv);
+	if (dup) {
+		spin_unlock(&cmg.lock);
+		spin_unlock_irq(&priv->lock);
+		cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_SIDR_REQ_ATTR_ID, 1);
+		goto destroy;
+	}
+	priv->id.state = IB_CM_SIDR_REQ_RCVD;
+	listener = cm_listen_find(priv->id.device, priv->id.service_id);
+	spin_unlock(&cmg.lock);
+	if (!listener) {
+		cm_send_sidr_rep_locked(priv, &unsupported);
+		spin_unlock_irq(&priv->lock);
+		goto destroy;
+	}
+	priv->id.cm_handler = listener->id.cm_handler;
+	priv->id.context = listener->id.context;
+
+	job->ev.event = IB_CM_SIDR_REQ_RECEIVED;
+	ev->listen_id = &listener->id;
+	ev->service_id = priv->id.service_id;
+	ev->sgid_attr = priv->av.ah_attr.grh.sgid_attr;
+	ev->bth_pkey = cm_bth_pkey(job);
+	ev->port = job->port->num;
+	ev->pkey = r.pkey;
+	job->ev.private_data = (void *)r.pdata;
+	/* SIDR IDs never receive MADs, so they stay out of the ID table. */
+	cm_deliver_locked(priv, job);
+	cm_id_put(listener);
+	return;
+
+destroy:
+	cm_destroy(priv, 0);
+free_job:
+	cm_job_free(job);
+}
+
+static void cm_sidr_rep_rcvd(struct cm_job *job)
+{
+	struct cm_sidr_rep_msg *m = (void *)job->recv->recv_buf.mad;
+	struct ib_cm_sidr_rep_event_param *ev = &job->ev.param.sidr_rep_rcvd;
+	struct cm_id_private *priv;
+	struct cmc_sidr_rep r;
+
+	cmc_get_sidr_rep(m, &r);
+	priv = cm_id_lookup(cpu_to_be32(r.request_id), 0);
+	if (!priv)
+		goto free_job;
+	spin_lock_irq(&priv->lock);
+	if (priv->id.state != IB_CM_SIDR_REQ_SENT) {
+		spin_unlock_irq(&priv->lock);
+		cm_id_put(priv);
+		goto free_job;
+	}
+	priv->id.state = IB_CM_IDLE;
+	cm_cancel_msg(priv);
+	job->ev.event = IB_CM_SIDR_REP_RECEIVED;
+	ev->status = r.status;
+	ev->qkey = r.qkey;
+	ev->qpn = r.qpn;
+	ev->info = (void *)r.info;
+	ev->info_len = r.info_len;
+	ev->sgid_attr = priv->av.ah_attr.grh.sgid_attr;
+	job->ev.private_data = (void *)r.pdata;
+	cm_deliver_locked(priv, job);
+	cm_id_put(priv);
+	return;
+free_job:
+	cm_job_free(job);
+}
+
+/* ------------------------------------------------------------------ */
+/* Notifications, TimeWait exit and QP attributes                      */
+
+static void cm_user_established(struct cm_job *job)
+{
+	struct cm_id_private *priv;
+
+	priv = cm_id_lookup(job->local_id, job->remote_id);
+	if (!priv)
+		goto free_job;
+	spin_lock_irq(&priv->lock);
+	if (priv->id.state != IB_CM_ESTABLISHED) {
+		spin_unlock_irq(&priv->lock);
+		cm_id_put(priv);
+		goto free_job;
+	}
+	cm_cancel_msg(priv);
+	job->ev.event = IB_CM_USER_ESTABLISHED;
+	cm_deliver_locked(priv, job);
+	cm_id_put(priv);
+	return;
+free_job:
+	cm_job_free(job);
+}
+
+static void cm_job_run(struct work_struct *work);
+
+static int cm_establish(struct cm_id_private *priv)
+{
+	struct cm_port *port;
+	struct cm_job *job;
+	unsigned long flags;
+	int ret = 0;
+
+	job = cm_job_alloc(GFP_ATOMIC);
+	if (!job)
+		return -ENOMEM;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	switch (priv->id.state) {
+	case IB_CM_REP_SENT:
+	case IB_CM_MRA_REP_RCVD:
+		priv->id.state = IB_CM_ESTABLISHED;
+		break;
+	case IB_CM_ESTABLISHED:
+		ret = -EISCONN;
+		break;
+	default:
+		ret = -EINVAL;
+		break;
+	}
+	port = cm_av_port(priv, &priv->av);
+	if (!ret && !port)
+		ret = -ENODEV;
+	if (ret) {
+		trace_icm_establish_err(&priv->id);
+		spin_unlock_irqrestore(&priv->lock, flags);
+		kfree(job);
+		return ret;
+	}
+	/* Look the ID up again in the worker rather than pinning it here. */
+	INIT_WORK(&job->work, cm_job_run);
+	job->local_id = priv->id.local_id;
+	job->remote_id = priv->id.remote_id;
+	job->ev.event = IB_CM_USER_ESTABLISHED;
+	spin_lock(&cmg.lock);
+	if (port->dev->going_down) {
+		ret = -ENODEV;
+	} else {
+		cm_dev_get(port->dev);
+		job->port = port;
+		queue_work(cmg.wq, &job->work);
+	}
+	spin_unlock(&cmg.lock);
+	spin_unlock_irqrestore(&priv->lock, flags);
+	if (ret)
+		kfree(job);
+	return ret;
+}
+
+static int cm_migrate(struct cm_id_private *priv)
+{
+	struct rdma_ah_attr copy;
+	unsigned long flags;
+	int ret = 0;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	if (priv->id.state == IB_CM_ESTABLISHED &&
+	    (priv->id.lap_state == IB_CM_LAP_UNINIT ||
+	     priv->id.lap_state == IB_CM_LAP_IDLE) &&
+	    cm_av_port(priv, &priv->alt_av)) {
+		priv->id.lap_state = IB_CM_LAP_IDLE;
+		/* The primary AV becomes a referenced copy of the alternate. */
+		cm_av_set_port(priv, &priv->av,
+			       cm_av_port(priv, &priv->alt_av));
+		rdma_copy_ah_attr(&copy, &priv->alt_av.ah_attr);
+		rdma_destroy_ah_attr(&priv->av.ah_attr);
+		priv->av.ah_attr = copy;
+		priv->av.pkey_index = priv->alt_av.pkey_index;
+		priv->av.timeout = priv->alt_av.timeout;
+		priv->av.dlid_datapath = 0;
+	} else {
+		ret = -EINVAL;
+	}
+	spin_unlock_irqrestore(&priv->lock, flags);
+	return ret;
+}
+
+int ib_cm_notify(struct ib_cm_id *cm_id, enum ib_event_type event)
+{
+	switch (event) {
+	case IB_EVENT_COMM_EST:
+		return cm_establish(to_priv(cm_id));
+	case IB_EVENT_PATH_MIG:
+		return cm_migrate(to_priv(cm_id));
+	default:
+		return -EINVAL;
+	}
+}
+EXPORT_SYMBOL(ib_cm_notify);
+
+void cm_tw_expired(__be32 local_id, __be32 remote_id, __be32 remote_qpn)
+{
+	struct cm_id_private *priv;
+	struct cm_job *job;
+
+	job = cm_job_alloc(GFP_KERNEL);
+	if (!job)
+		return;
+	priv = cm_id_lookup(local_id, remote_id);
+	if (!priv)
+		goto free_job;
+	spin_lock_irq(&priv->lock);
+	if (priv->id.state != IB_CM_TIMEWAIT ||
+	    priv->remote_qpn != remote_qpn) {
+		spin_unlock_irq(&priv->lock);
+		cm_id_put(priv);
+		goto free_job;
+	}
+	priv->id.state = IB_CM_IDLE;
+	job->ev.event = IB_CM_TIMEWAIT_EXIT;
+	cm_deliver_locked(priv, job);
+	cm_id_put(priv);
+	return;
+free_job:
+	cm_job_free(job);
+}
+
+/* Whether QP attributes can be derived in state @s. */
+static bool cm_state_has_conn_params(enum ib_cm_state s, bool allow_active)
+{
+	unsigned long ok = (CM_ST_HANDSHAKE & ~CM_ST_REQ_OUT) |
+			   CM_ST(ESTABLISHED);
+
+	/* Before the REP, only INIT can be prepared by the active side. */
+	if (allow_active)
+		ok |= CM_ST_REQ_OUT;
+	return cm_state_is(s, ok);
+}
+
+static void cm_fill_alt_path(struct cm_id_private *priv,
+			     struct ib_qp_attr *a, int *mask)
+{
+	struct cm_port *alt = cm_av_port(priv, &priv->alt_av);
+
+	*mask |= IB_QP_ALT_PATH;
+	if (alt)
+		a->alt_port_num = alt->num;
+	a->alt_pkey_index = priv->alt_av.pkey_index;
+	a->alt_timeout = priv->alt_av.timeout;
+	a->alt_ah_attr = priv->alt_av.ah_attr;
+}
+
+static void cm_qp_init_attr(struct cm_id_private *priv, struct ib_qp_attr *a,
+			    int *mask)
+{
+	struct cm_port *port = cm_av_port(priv, &priv->av);
+
+	if (port)
+		a->port_num = port->num;
+	a->pkey_index = priv->av.pkey_index;
+	/* RDMA reads and atomics only when we offered responder resources. */
+	a->qp_access_flags = IB_ACCESS_REMOTE_WRITE |
+			     (priv->responder_resources ?
+			      IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC : 0);
+	*mask = IB_QP_STATE | IB_QP_ACCESS_FLAGS | IB_QP_PKEY_INDEX |
+		IB_QP_PORT;
+}
+
+static void cm_qp_rtr_attr(struct cm_id_private *priv, struct ib_qp_attr *a,
+			   int *mask)
+{
+	u16 dlid = priv->av.dlid_datapath;
+
+	a->dest_qp_num = be32_to_cpu(priv->remote_qpn);
+	a->rq_psn = be32_to_cpu(priv->rq_psn);
+	a->path_mtu = priv->path_mtu;
+	a->ah_attr = priv->av.ah_attr;
+	/* An SA-provided data-path LID overrides the one the CM talks to. */
+	if (a->ah_attr.type == RDMA_AH_ATTR_TYPE_IB && dlid && dlid != 0xffff)
+		a->ah_attr.ib.dlid = dlid;
+	*mask = IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN |
+		IB_QP_RQ_PSN;
+	if (priv->qp_type == IB_QPT_RC || priv->qp_type == IB_QPT_XRC_TGT) {
+		*mask |= IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER;
+		a->max_dest_rd_atomic = priv->responder_resources;
+		a->min_rnr_timer = 0;
+	}
+	if (rdma_ah_get_dlid(&priv->alt_av.ah_attr) &&
+	    cm_av_port(priv, &priv->alt_av))
+		cm_fill_alt_path(priv, a, mask);
+}
+
+static void cm_qp_rts_attr(struct cm_id_private *priv, struct ib_qp_attr *a,
+			   int *mask)
+{
+	if (priv->id.lap_state != IB_CM_LAP_UNINIT) {
+		/* Only the alternate path is (re)armed once LAP ran. */
+		*mask = 0;
+		cm_fill_alt_path(priv, a, mask);
+		*mask |= IB_QP_PATH_MIG_STATE;
+		a->path_mig_state = IB_MIG_REARM;
+		return;
+	}
+	*mask = IB_QP_STATE | IB_QP_SQ_PSN;
+	a->sq_psn = be32_to_cpu(priv->sq_psn);
+	if (priv->qp_type == IB_QPT_RC || priv->qp_type == IB_QPT_XRC_INI) {
+		*mask |= IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
+			 IB_QP_MAX_QP_RD_ATOMIC;
+		a->retry_cnt = priv->retry_count;
+		a->rnr_retry = priv->rnr_retry_count;
+		a->max_rd_atomic = priv->initiator_depth;
+	}
+	if (priv->qp_type == IB_QPT_RC || priv->qp_type == IB_QPT_XRC_INI ||
+	    priv->qp_type == IB_QPT_XRC_TGT) {
+		*mask |= IB_QP_TIMEOUT;
+		a->timeout = priv->av.timeout;
+	}
+	if (rdma_ah_get_dlid(&priv->alt_av.ah_attr)) {
+		*mask |= IB_QP_PATH_MIG_STATE;
+		a->path_mig_state = IB_MIG_REARM;
+	}
+}
+
+int ib_cm_init_qp_attr(struct ib_cm_id *cm_id, struct ib_qp_attr *qp_attr,
+		       int *qp_attr_mask)
+{
+	struct cm_id_private *priv = to_priv(cm_id);
+	unsigned long flags;
+	int ret = 0;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	switch (qp_attr->qp_state) {
+	case IB_QPS_INIT:
+		if (cm_state_has_conn_params(cm_id->state, true)) {
+			cm_qp_init_attr(priv, qp_attr, qp_attr_mask);
+		} else {
+			trace_icm_qp_init_err(cm_id);
+			ret = -EINVAL;
+		}
+		break;
+	case IB_QPS_RTR:
+		if (cm_state_has_conn_params(cm_id->state, false)) {
+			cm_qp_rtr_attr(priv, qp_attr, qp_attr_mask);
+		} else {
+			trace_icm_qp_rtr_err(cm_id);
+			ret = -EINVAL;
+		}
+		break;
+	case IB_QPS_RTS:
+		/* RTS is allowed before the REP went out. */
+		if (cm_state_has_conn_params(cm_id->state, false)) {
+			cm_qp_rts_attr(priv, qp_attr, qp_attr_mask);
+		} else {
+			trace_icm_qp_rts_err(cm_id);
+			ret = -EINVAL;
+		}
+		break;
+	default:
+		ret = -EINVAL;
+		break;
+	}
+	spin_unlock_irqrestore(&priv->lock, flags);
+	return ret;
+}
+EXPORT_SYMBOL(ib_cm_init_qp_attr);
+
+/* ------------------------------------------------------------------ */
+/* MAD agent callbacks                                                 */
+
+/* Receive handlers indexed by attribute ID - CMC_ATTR_BASE. */
+static void (*const cm_rx_handlers[CMC_ATTR_COUNT])(struct cm_job *job) = {
+	cm_req_rcvd,		/* 0x10 REQ */
+	cm_mra_rcvd,		/* 0x11 MRA */
+	cm_rej_rcvd,		/* 0x12 REJ */
+	cm_rep_rcvd,		/* 0x13 REP */
+	cm_rtu_rcvd,		/* 0x14 RTU */
+	cm_dreq_rcvd,		/* 0x15 DREQ */
+	cm_drep_rcvd,		/* 0x16 DREP */
+	cm_sidr_req_rcvd,	/* 0x17 SIDR_REQ */
+	cm_sidr_rep_rcvd,	/* 0x18 SIDR_REP */
+	cm_lap_rcvd,		/* 0x19 LAP */
+	cm_apr_rcvd,		/* 0x1A APR */
+};
+
+static void cm_job_run(struct work_struct *work)
+{
+	struct cm_job *job = container_of(work, struct cm_job, work);
+	unsigned int idx;
+
+	if (!job->recv) {
+		cm_user_established(job);
+		return;
+	}
+	idx = be16_to_cpu(job->recv->recv_buf.mad->mad_hdr.attr_id) -
+	      CMC_ATTR_BASE;
+	if (idx < CMC_ATTR_COUNT)
+		cm_rx_handlers[idx](job);
+	else
+		cm_job_free(job);
+}
+
+void cm_mad_recv_handler(struct ib_mad_agent *agent,
+			 struct ib_mad_send_buf *send_buf,
+			 struct ib_mad_recv_wc *rwc)
+{
+	struct cm_port *port = agent->context;
+	__be16 attr = rwc->recv_buf.mad->mad_hdr.attr_id;
+	unsigned int idx = be16_to_cpu(attr) - CMC_ATTR_BASE;
+	struct cm_job *job;
+	bool queued = false;
+
+	if (idx >= CMC_ATTR_COUNT) {
+		ib_free_recv_mad(rwc);
+		return;
+	}
+	cm_ctr_add(port, CM_CTR_RX, attr, 1);
+
+	job = cm_job_alloc(GFP_KERNEL);
+	if (!job) {
+		ib_free_recv_mad(rwc);
+		return;
+	}
+	INIT_WORK(&job->work, cm_job_run);
+	job->recv = rwc;
+
+	spin_lock_irq(&cmg.lock);
+	if (!port->dev->going_down) {
+		cm_dev_get(port->dev);
+		job->port = port;
+		queued = queue_work(cmg.wq, &job->work);
+	}
+	spin_unlock_irq(&cmg.lock);
+	if (!queued)
+		cm_job_free(job);
+}
+
+/* The send a cm_id was waiting on finished without an answer. */
+static void cm_send_finished(struct cm_id_private *priv,
+			     struct ib_mad_send_buf *msg,
+			     enum ib_cm_state sent_in,
+			     enum ib_wc_status status)
+{
+	struct cm_job *job = NULL;
+	enum ib_cm_event_type ev;
+
+	if (status != IB_WC_SUCCESS && status != IB_WC_WR_FLUSH_ERR)
+		job = cm_job_alloc(GFP_ATOMIC);
+
+	/* Releasing @msg drops its reference; keep the ID alive meanwhile. */
+	refcount_inc(&priv->refs);
+	spin_lock_irq(&priv->lock);
+	if (msg != priv->msg) {
+		/* An untracked or superseded send (RTU, DREP, REJ, ...). */
+		spin_unlock_irq(&priv->lock);
+		cm_msg_release(msg);
+		goto out;
+	}
+	priv->msg = NULL;
+	cm_msg_release(msg);
+	if (!job || sent_in != priv->id.state)
+		goto unlock;
+
+	trace_icm_mad_send_err(sent_in, status);
+	if (cm_state_is(sent_in, CM_ST_REQ_OUT | CM_ST_REP_OUT)) {
+		/* The handshake died: forget the peer, report which side. */
+		ev = cm_state_is(sent_in, CM_ST_REQ_OUT) ? IB_CM_REQ_ERROR :
+							  IB_CM_REP_ERROR;
+		cm_reset_to_idle(priv);
+	} else if (sent_in == IB_CM_DREQ_SENT) {
+		ev = IB_CM_DREQ_ERROR;
+		cm_enter_timewait(priv);
+	} else if (sent_in == IB_CM_SIDR_REQ_SENT) {
+		ev = IB_CM_SIDR_REQ_ERROR;
+		priv->id.state = IB_CM_IDLE;
+	} else {
+		goto unlock;
+	}
+	job->ev.event = ev;
+	job->ev.param.send_status = status;
+	cm_deliver_locked(priv, job);
+	cm_id_put(priv);
+	return;
+unlock:
+	spin_unlock_irq(&priv->lock);
+out:
+	cm_id_put(priv);
+	kfree(job);
+}
+
+void cm_mad_send_handler(struct ib_mad_agent *agent,
+			 struct ib_mad_send_wc *wc)
+{
+	struct ib_mad_send_buf *msg = wc->send_buf;
+	struct cm_id_private *priv = msg->context[0];
+	struct cm_port *port = agent->context;
+	__be16 attr = ((struct ib_mad_hdr *)msg->mad)->attr_id;
+
+	/* Replies without a cm_id are never retried by the MAD layer. */
+	if (!priv && attr != CM_REJ_ATTR_ID)
+		msg->retries = 1;
+	cm_ctr_add(port, CM_CTR_TX, attr, 1 + msg->retries);
+	if (msg->retries)
+		cm_ctr_add(port, CM_CTR_TX_RETRIES, attr, msg->retries);
+
+	if (priv)
+		cm_send_finished(priv, msg,
+				 (enum ib_cm_state)(unsigned long)msg->context[1],
+				 wc->status);
+	else
+		cm_msg_release(msg);
+}
+
+/* ------------------------------------------------------------------ */
+/* Module                                                              */
+
+static int __init ib_cm_init(void)
+{
+	int ret;
+
+	spin_lock_init(&cmg.lock);
+	rwlock_init(&cmg.dev_lock);
+	INIT_LIST_HEAD(&cmg.devices);
+	INIT_LIST_HEAD(&cmg.tw_list);
+	cmg.listen_tree = RB_ROOT;
+	cmg.rid_tree = RB_ROOT;
+	cmg.rqpn_tree = RB_ROOT;
+	cmg.sidr_tree = RB_ROOT;
+	xa_init_flags(&cmg.ids, XA_FLAGS_ALLOC);
+	cmg.id_xor = get_random_u32();
+	cmg.next_sid = be64_to_cpu(IB_CM_ASSIGN_SERVICE_ID);
+	cm_sysfs_init();
+
+	/*
+	 * Our own cache, so that a leaked cm_id shows up as "objects
+	 * remaining" on rmmod.  SLAB_TYPESAFE_BY_RCU only delays returning
+	 * slab pages; here it also keeps the cache from being merged with
+	 * another one, which would hide such a leak.
+	 */
+	cmg.id_cache = kmem_cache_create("ib_cm_id",
+					 sizeof(struct cm_id_private), 0,
+					 SLAB_HWCACHE_ALIGN | SLAB_TYPESAFE_BY_RCU,
+					 NULL);
+	if (!cmg.id_cache)
+		return -ENOMEM;
+	cmg.wq = alloc_workqueue("ib_cm", 0, 1);
+	if (!cmg.wq) {
+		ret = -ENOMEM;
+		goto free_cache;
+	}
+	ret = cm_client_register();
+	if (ret)
+		goto free_wq;
+	return 0;
+
+free_wq:
+	destroy_workqueue(cmg.wq);
+free_cache:
+	kmem_cache_destroy(cmg.id_cache);
+	return ret;
+}
+
+static void __exit ib_cm_exit(void)
+{
+	cm_client_unregister();
+	cm_tw_drain();
+	destroy_workqueue(cmg.wq);
+	WARN_ON(!xa_empty(&cmg.ids));
+	kmem_cache_destroy(cmg.id_cache);
+}
+
+module_init(ib_cm_init);
+module_exit(ib_cm_exit);

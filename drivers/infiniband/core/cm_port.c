@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Device and port lifetime for ib_cm.ko.
+ *
+ * A cm_device is created by the ib_client add callback and lives as long as
+ * its kref: the client's own reference is dropped at the end of remove, and
+ * every cm_av / queued job that points at one of its ports holds another.
+ * Removal never waits for cm_ids; an ID that still points at a removed
+ * device simply finds no MAD agent when it tries to send.
+ *
+ * MAD agent access: a sender read-locks dev->agent_lock, reads port->agent
+ * and, if set, pins it by raising port->agent_users before unlocking.  The
+ * AH and send buffer are then created and the MAD is posted with only the
+ * pin held, so no driver callback and no allocation runs under the rwlock.
+ * Removal write-locks, clears port->agent, waits for the pins to drain and
+ * only then unregisters the agent.
+ */
+#include <linux/slab.h>
+#include <linux/wait_bit.h>
+
+#include "cm_priv.h"
+
+static int cm_add_one(struct ib_device *ibdev);
+static void cm_remove_one(struct ib_device *ibdev, void *client_data);
+
+struct ib_client cm_ib_client = {
+	.name = "cm",
+	.add = cm_add_one,
+	.remove = cm_remove_one,
+};
+
+static void cm_dev_release(struct kref *ref)
+{
+	kfree(container_of(ref, struct cm_device, ref));
+}
+
+void cm_dev_get(struct cm_device *dev)
+{
+	kref_get(&dev->ref);
+}
+
+void cm_dev_put(struct cm_device *dev)
+{
+	kref_put(&dev->ref, cm_dev_release);
+}
+
+struct ib_mad_agent *cm_agent_pin(struct cm_port *port)
+{
+	struct ib_mad_agent *agent;
+	unsigned long flags;
+
+	read_lock_irqsave(&port->dev->agent_lock, flags);
+	agent = port->agent;
+	if (agent)
+		atomic_inc(&port->agent_users);
+	read_unlock_irqrestore(&port->dev->agent_lock, flags);
+	return agent;
+}
+
+void cm_agent_unpin(struct cm_port *port)
+{
+	if (atomic_dec_and_test(&port->agent_users))
+		wake_up_var(&port->agent_users);
+}
+
+void cm_ctr_add(struct cm_port *port, enum cm_ctr_group grp, __be16 attr_id,
+		long n)
+{
+	unsigned int idx = be16_to_cpu(attr_id) - CMC_ATTR_BASE;
+
+	if (idx < CMC_ATTR_COUNT)
+		atomic_long_add(n, &port->ctr[grp][idx]);
+}
+
+static struct cm_port *cm_port_of(struct cm_device *dev, u32 num)
+{
+	if (!num || num > dev->nports || !dev->port[num - 1].active)
+		return NULL;
+	return &dev->port[num - 1];
+}
+
+/*
+ * Find the CM port a path leaves from, by its SGID attribute when known or
+ * else by searching every device for the path's SGID.  The returned port
+ * carries a new reference on its device.
+ */
+struct cm_port *cm_port_for_gid(struct sa_path_rec *path,
+				const struct ib_gid_attr *sgid_attr)
+{
+	const struct ib_gid_attr *found = NULL;
+	struct cm_port *port = NULL;
+	struct cm_device *dev;
+	unsigned long flags;
+
+	read_lock_irqsave(&cmg.dev_lock, flags);
+	list_for_each_entry(dev, &cmg.devices, node) {
+		if (sgid_attr) {
+			if (dev->ibdev != sgid_attr->device)
+				continue;
+			port = cm_port_of(dev, sgid_attr->port_num);
+		} else {
+			found = rdma_find_gid(dev->ibdev, &path->sgid,
+					      sa_conv_pathrec_to_gid_type(path),
+					      NULL);
+			if (IS_ERR(found)) {
+				found = NULL;
+				continue;
+			}
+			port = cm_port_of(dev, found->port_num);
+		}
+		if (port)
+			cm_dev_get(dev);
+		break;
+	}
+	read_unlock_irqrestore(&cmg.dev_lock, flags);
+	if (found)
+		rdma_put_gid_attr(found);
+	return port;
+}
+
+static void cm_port_teardown(struct cm_port *port)
+{
+	struct ib_device *ibdev = port->dev->ibdev;
+	struct ib_port_modify clear = { .clr_port_cap_mask = IB_PORT_CM_SUP };
+	struct ib_mad_agent *agent;
+
+	if (!port->active)
+		return;
+	ib_modify_port(ibdev, port->num, 0, &clear);
+
+	write_lock_irq(&port->dev->agent_lock);
+	agent = port->agent;
+	port->agent = NULL;
+	write_unlock_irq(&port->dev->agent_lock);
+
+	wait_var_event(&port->agent_users, !atomic_read(&port->agent_users));
+	if (agent)
+		ib_unregister_mad_agent(agent);
+}
+
+static void cm_port_drop_groups(struct cm_port *port)
+{
+	if (port->groups_added)
+		ib_port_unregister_client_groups(port->dev->ibdev, port->num,
+						 cm_counter_groups);
+	port->groups_added = false;
+}
+
+static int cm_port_setup(struct cm_port *port)
+{
+	struct ib_device *ibdev = port->dev->ibdev;
+	struct ib_port_modify set = { .set_port_cap_mask = IB_PORT_CM_SUP };
+	struct ib_mad_reg_req reg = {
+		.mgmt_class = IB_MGMT_CLASS_CM,
+		.mgmt_class_version = CMC_CLASS_VERSION,
+	};
+	struct ib_mad_agent *agent;
+	int ret;
+
+	set_bit(IB_MGMT_METHOD_SEND, reg.method_mask);
+
+	ret = ib_port_register_client_groups(ibdev, port->num,
+					     cm_counter_groups);
+	if (ret)
+		return ret;
+	port->groups_added = true;
+
+	agent = ib_register_mad_agent(ibdev, port->num, IB_QPT_GSI, &reg, 0,
+				      cm_mad_send_handler, cm_mad_recv_handler,
+				      port, 0);
+	if (IS_ERR(agent)) {
+		cm_port_drop_groups(port);
+		return PTR_ERR(agent);
+	}
+	write_lock_irq(&port->dev->agent_lock);
+	port->agent = agent;
+	write_unlock_irq(&port->dev->agent_lock);
+	port->active = true;
+
+	ret = ib_modify_port(ibdev, port->num, 0, &set);
+	if (ret) {
+		cm_port_teardown(port);
+		port->active = false;
+		cm_port_drop_groups(port);
+	}
+	return ret;
+}
+
+static int cm_add_one(struct ib_device *ibdev)
+{
+	struct cm_device *dev;
+	unsigned int usable = 0;
+	unsigned long flags;
+	u32 i;
+	int ret = 0;
+
+	dev = kzalloc(struct_size(dev, port, ibdev->phys_port_cnt),
+		      GFP_KERNEL);
+	if (!dev)
+		return -ENOMEM;
+	kref_init(&dev->ref);
+	rwlock_init(&dev->agent_lock);
+	INIT_LIST_HEAD(&dev->node);
+	dev->ibdev = ibdev;
+	dev->ack_delay = ibdev->attrs.local_ca_ack_delay;
+	dev->nports = ibdev->phys_port_cnt;
+	ib_set_client_data(ibdev, &cm_ib_client, dev);
+
+	rdma_for_each_port(ibdev, i) {
+		struct cm_port *port = &dev->port[i - 1];
+
+		port->dev = dev;
+		port->num = i;
+		atomic_set(&port->agent_users, 0);
+		if (!rdma_cap_ib_cm(ibdev, i))
+			continue;
+		ret = cm_port_setup(port);
+		if (ret)
+			goto unwind;
+		usable++;
+	}
+	if (!usable) {
+		ret = -EOPNOTSUPP;
+		goto unwind;
+	}
+
+	write_lock_irqsave(&cmg.dev_lock, flags);
+	list_add_tail(&dev->node, &cmg.devices);
+	write_unlock_irqrestore(&cmg.dev_lock, flags);
+	return 0;
+
+unwind:
+	for (i = 0; i < dev->nports; i++) {
+		cm_port_teardown(&dev->port[i]);
+		cm_port_drop_groups(&dev->port[i]);
+	}
+	cm_dev_put(dev);
+	return ret;
+}
+
+static void cm_remove_one(struct ib_device *ibdev, void *client_data)
+{
+	struct cm_device *dev = client_data;
+	unsigned long flags;
+	u32 i;
+
+	write_lock_irqsave(&cmg.dev_lock, flags);
+	list_del_init(&dev->node);
+	write_unlock_irqrestore(&cmg.dev_lock, flags);
+
+	/* No new jobs from the receive path or ib_cm_notify() after this. */
+	spin_lock_irqsave(&cmg.lock, flags);
+	dev->going_down = true;
+	spin_unlock_irqrestore(&cmg.lock, flags);
+
+	for (i = 0; i < dev->nports; i++)
+		cm_port_teardown(&dev->port[i]);
+
+	/* Jobs queued before going_down finish; they can no longer send. */
+	flush_workqueue(cmg.wq);
+
+	for (i = 0; i < dev->nports; i++)
+		cm_port_drop_groups(&dev->port[i]);
+
+	cm_dev_put(dev);
+}
+
+int cm_client_register(void)
+{
+	return ib_register_client(&cm_ib_client);
+}
+
+void cm_client_unregister(void)
+{
+	ib_unregister_client(&cm_ib_client);
+}

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * Internal state shared by the files of ib_cm.ko.
+ *
+ * Lifetime summary (see Documentation/infiniband/ib_cm.rst):
+ *  - struct cm_device (with its ports embedded) is freed by its kref.  The
+ *    client holds one reference from add until remove; every cm_av that
+ *    points at one of its ports holds one more; so does every queued job.
+ *  - struct cm_id_private is refcounted; ib_destroy_cm_id() drops the
+ *    creation reference and waits for the others to go away.
+ */
+#ifndef IB_CM_PRIV_H
+#define IB_CM_PRIV_H
+
+#include <linux/kref.h>
+#include <linux/refcount.h>
+#include <linux/completion.h>
+#include <linux/rbtree.h>
+#include <linux/xarray.h>
+#include <linux/workqueue.h>
+#include <linux/spinlock.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_mad.h>
+#include <rdma/ib_sa.h>
+#include <rdma/ib_cm.h>
+
+#include "cm_codec.h"
+
+enum cm_ctr_group {
+	CM_CTR_TX,
+	CM_CTR_TX_RETRIES,
+	CM_CTR_RX,
+	CM_CTR_RX_DUPS,
+	CM_CTR_GROUPS,
+};
+
+struct cm_device;
+
+struct cm_port {
+	struct cm_device *dev;
+	u32 num;
+	/* The port runs a CM (IB or RoCE) and has been set up. */
+	bool active;
+	bool groups_added;
+	/* Protected by dev->agent_lock; NULL once removal started. */
+	struct ib_mad_agent *agent;
+	/*
+	 * Senders that found ->agent set under the read lock and are still
+	 * using it (creating an AH / send buffer, posting).  Removal waits for
+	 * this to reach zero before unregistering the agent.
+	 */
+	atomic_t agent_users;
+	atomic_long_t ctr[CM_CTR_GROUPS][CMC_ATTR_COUNT];
+};
+
+struct cm_device {
+	struct kref ref;
+	/* Entry in cmg.devices, protected by cmg.dev_lock. */
+	struct list_head node;
+	struct ib_device *ibdev;
+	u8 ack_delay;
+	/* Set once by removal; protected by cmg.lock. */
+	bool going_down;
+	/* Protects port[].agent: senders read-lock, removal write-locks. */
+	rwlock_t agent_lock;
+	u32 nports;
+	struct cm_port port[];
+};
+
+/*
+ * Address vector of a cm_id.  ->port holds a reference on port->dev.
+ * Only touched under the owning cm_id_private's lock, via the cm_av_*()
+ * accessors in cm.c.
+ */
+struct cm_av {
+	struct cm_port *port;
+	struct rdma_ah_attr ah_attr;
+	u16 pkey_index;
+	u16 dlid_datapath;
+	u8 timeout;
+};
+
+/*
+ * An address vector under construction on the stack of a thread that may
+ * sleep.  It owns a device reference through ->port; cm_av_publish() hands
+ * both that reference and the AH attributes to a cm_av under the lock.
+ */
+struct cm_av_draft {
+	struct cm_port *port;
+	struct rdma_ah_attr ah_attr;
+	u16 pkey_index;
+	u8 timeout;
+	bool valid;
+};
+
+/* TimeWait record; see cm_timewait.c for its ownership rules. */
+struct cm_tw {
+	struct delayed_work dwork;
+	/* On cmg.tw_list (under cmg.lock) once TimeWait was entered. */
+	struct list_head node;
+	struct rb_node rid_node;
+	struct rb_node rqpn_node;
+	bool in_rid;
+	bool in_rqpn;
+	bool queued;
+	__be32 local_id;
+	__be32 remote_id;
+	__be32 remote_qpn;
+	__be64 remote_ca_guid;
+};
+
+/* Received MAD being processed, later an event waiting for delivery. */
+struct cm_job {
+	struct work_struct work;
+	struct list_head node;
+	/* Holds a reference on port->dev while non-NULL. */
+	struct cm_port *port;
+	struct ib_mad_recv_wc *recv;
+	__be32 local_id;
+	__be32 remote_id;
+	struct ib_cm_event ev;
+	struct sa_path_rec path[2];
+};
+
+struct cm_id_private {
+	struct ib_cm_id id;
+
+	/*
+	 * Protects id.state, id.lap_state, av, alt_av, msg, tw, events,
+	 * delivering and all negotiated connection parameters below.
+	 * Never taken inside cmg.lock; cmg.lock may be taken inside it.
+	 */
+	spinlock_t lock;
+	refcount_t refs;
+	struct completion released;
+
+	/* Listen tree linkage and share count, protected by cmg.lock. */
+	struct rb_node listen_node;
+	int listen_shares;
+	/* SIDR duplicate detection, protected by cmg.lock. */
+	struct rb_node sidr_node;
+	u32 sidr_slid;
+
+	struct ib_mad_send_buf *msg;
+	struct cm_tw *tw;
+	struct cm_av av;
+	struct cm_av alt_av;
+
+	struct list_head events;
+	bool delivering;
+
+	void *pdata;
+	u8 pdata_len;
+	__be64 tid;
+	__be32 local_qpn;
+	__be32 remote_qpn;
+	enum ib_qp_type qp_type;
+	__be32 sq_psn;
+	__be32 rq_psn;
+	int timeout_ms;
+	enum ib_mtu path_mtu;
+	__be16 pkey;
+	u8 max_cm_retries;
+	u8 responder_resources;
+	u8 initiator_depth;
+	u8 retry_count;
+	u8 rnr_retry_count;
+	u8 service_timeout;
+	u8 target_ack_delay;
+	struct rdma_ucm_ece ece;
+};
+
+struct cm_globals {
+	/*
+	 * Protects listen_tree, rid_tree, rqpn_tree, sidr_tree, tw_list,
+	 * cm_id_private.listen_shares and cm_device.going_down.
+	 */
+	spinlock_t lock;
+	/* Protects devices. */
+	rwlock_t dev_lock;
+	struct list_head devices;
+	struct rb_root listen_tree;
+	struct rb_root rid_tree;
+	struct rb_root rqpn_tree;
+	struct rb_root sidr_tree;
+	struct list_head tw_list;
+	/* Local communication IDs; lookups run under the xarray's lock. */
+	struct xarray ids;
+	u32 id_next;
+	u32 id_xor;
+	u64 next_sid;
+	struct workqueue_struct *wq;
+	struct kmem_cache *id_cache;
+};
+
+extern struct cm_globals cmg;
+
+/*
+ * Exported by ib_core but declared only in its private header, which is
+ * not installed: the two calls that attach per-port sysfs groups.
+ */
+int ib_port_register_client_groups(struct ib_device *ibdev, u32 port_num,
+				   const struct attribute_group **groups);
+void ib_port_unregister_client_groups(struct ib_device *ibdev, u32 port_num,
+				      const struct attribute_group **groups);
+extern struct ib_client cm_ib_client;
+extern const struct attribute_group *cm_counter_groups[];
+
+/* cm_port.c */
+int cm_client_register(void);
+void cm_client_unregister(void);
+void cm_dev_get(struct cm_device *dev);
+void cm_dev_put(struct cm_device *dev);
+struct cm_port *cm_port_for_gid(struct sa_path_rec *path,
+				const struct ib_gid_attr *sgid_attr);
+struct ib_mad_agent *cm_agent_pin(struct cm_port *port);
+void cm_agent_unpin(struct cm_port *port);
+void cm_ctr_add(struct cm_port *port, enum cm_ctr_group grp, __be16 attr_id,
+		long n);
+
+/* cm_sysfs.c */
+void cm_sysfs_init(void);
+
+/* cm_timewait.c */
+struct cm_tw *cm_tw_alloc(__be32 local_id);
+void cm_tw_free(struct cm_tw *tw);
+struct cm_tw *cm_tw_insert_rid(struct cm_tw *tw);
+struct cm_tw *cm_tw_insert_rqpn(struct cm_tw *tw);
+struct cm_tw *cm_tw_find_rid(__be64 remote_ca_guid, __be32 remote_id);
+void cm_tw_unlink(struct cm_tw *tw);
+void cm_tw_start(struct cm_tw *tw, unsigned int ms);
+void cm_tw_drain(void);
+
+/* cm.c */
+void cm_tw_expired(__be32 local_id, __be32 remote_id, __be32 remote_qpn);
+void cm_mad_send_handler(struct ib_mad_agent *agent,
+			 struct ib_mad_send_wc *wc);
+void cm_mad_recv_handler(struct ib_mad_agent *agent,
+			 struct ib_mad_send_buf *send_buf,
+			 struct ib_mad_recv_wc *wc);
+
+#endif /* IB_CM_PRIV_H */

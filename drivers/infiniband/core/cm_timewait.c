@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Remote-identity bookkeeping and the CM TimeWait state.
+ *
+ * A struct cm_tw records who is on the other end of a connection: the
+ * remote communication ID and the remote QPN, each qualified by the remote
+ * CA GUID.  Two trees index these records so that a duplicate REQ/REP (same
+ * remote ID) and a stale connection (same remote QPN) can be detected.
+ *
+ * Ownership: a record belongs to its cm_id (cm_id_private.tw) until the
+ * connection enters TimeWait.  cm_tw_start() then moves it onto cmg.tw_list
+ * and arms its timer; from that point the list owns it.  The record stays
+ * in both trees for the whole TimeWait period, so a REQ reusing the remote
+ * QPN of a connection in TimeWait is rejected as stale.  The expiry work
+ * unlinks and frees it; at module exit cm_tw_drain() does that instead.
+ */
+#include <linux/slab.h>
+
+#include "cm_priv.h"
+
+static int cm_key_cmp(__be32 a32, __be64 a64, __be32 b32, __be64 b64)
+{
+	u32 x = be32_to_cpu(a32), y = be32_to_cpu(b32);
+	u64 p = be64_to_cpu(a64), q = be64_to_cpu(b64);
+
+	if (x != y)
+		return x < y ? -1 : 1;
+	if (p != q)
+		return p < q ? -1 : 1;
+	return 0;
+}
+
+static void cm_tw_timeout(struct work_struct *work)
+{
+	struct cm_tw *tw = container_of(to_delayed_work(work), struct cm_tw,
+					dwork);
+	unsigned long flags;
+
+	spin_lock_irqsave(&cmg.lock, flags);
+	if (list_empty(&tw->node)) {
+		/* cm_tw_drain() took it and will free it after us. */
+		spin_unlock_irqrestore(&cmg.lock, flags);
+		return;
+	}
+	list_del_init(&tw->node);
+	cm_tw_unlink(tw);
+	spin_unlock_irqrestore(&cmg.lock, flags);
+
+	cm_tw_expired(tw->local_id, tw->remote_id, tw->remote_qpn);
+	kfree(tw);
+}
+
+struct cm_tw *cm_tw_alloc(__be32 local_id)
+{
+	struct cm_tw *tw = kzalloc(sizeof(*tw), GFP_KERNEL);
+
+	if (!tw)
+		return NULL;
+	tw->local_id = local_id;
+	INIT_LIST_HEAD(&tw->node);
+	RB_CLEAR_NODE(&tw->rid_node);
+	RB_CLEAR_NODE(&tw->rqpn_node);
+	INIT_DELAYED_WORK(&tw->dwork, cm_tw_timeout);
+	return tw;
+}
+
+/* Free a record that never entered TimeWait; it must be unlinked. */
+void cm_tw_free(struct cm_tw *tw)
+{
+	if (!tw)
+		return;
+	WARN_ON(tw->in_rid || tw->in_rqpn || tw->queued);
+	kfree(tw);
+}
+
+/*
+ * Index @tw by remote ID.  Returns the record already holding that remote
+ * ID (a duplicate), or NULL once @tw is inserted.
+ */
+struct cm_tw *cm_tw_insert_rid(struct cm_tw *tw)
+{
+	struct rb_node **slot = &cmg.rid_tree.rb_node, *parent = NULL;
+	struct cm_tw *cur;
+	int c;
+
+	lockdep_assert_held(&cmg.lock);
+	while (*slot) {
+		parent = *slot;
+		cur = rb_entry(parent, struct cm_tw, rid_node);
+		c = cm_key_cmp(tw->remote_id, tw->remote_ca_guid,
+			       cur->remote_id, cur->remote_ca_guid);
+		if (!c)
+			return cur;
+		slot = c < 0 ? &parent->rb_left : &parent->rb_right;
+	}
+	rb_link_node(&tw->rid_node, parent, slot);
+	rb_insert_color(&tw->rid_node, &cmg.rid_tree);
+	tw->in_rid = true;
+	return NULL;
+}
+
+/* Same as cm_tw_insert_rid(), keyed by remote QPN (stale detection). */
+struct cm_tw *cm_tw_insert_rqpn(struct cm_tw *tw)
+{
+	struct rb_node **slot = &cmg.rqpn_tree.rb_node, *parent = NULL;
+	struct cm_tw *cur;
+	int c;
+
+	lockdep_assert_held(&cmg.lock);
+	while (*slot) {
+		parent = *slot;
+		cur = rb_entry(parent, struct cm_tw, rqpn_node);
+		c = cm_key_cmp(tw->remote_qpn, tw->remote_ca_guid,
+			       cur->remote_qpn, cur->remote_ca_guid);
+		if (!c)
+			return cur;
+		slot = c < 0 ? &parent->rb_left : &parent->rb_right;
+	}
+	rb_link_node(&tw->rqpn_node, parent, slot);
+	rb_insert_color(&tw->rqpn_node, &cmg.rqpn_tree);
+	tw->in_rqpn = true;
+	return NULL;
+}
+
+struct cm_tw *cm_tw_find_rid(__be64 remote_ca_guid, __be32 remote_id)
+{
+	struct rb_node *n = cmg.rid_tree.rb_node;
+	struct cm_tw *cur;
+	int c;
+
+	lockdep_assert_held(&cmg.lock);
+	while (n) {
+		cur = rb_entry(n, struct cm_tw, rid_node);
+		c = cm_key_cmp(remote_id, remote_ca_guid, cur->remote_id,
+			       cur->remote_ca_guid);
+		if (!c)
+			return cur;
+		n = c < 0 ? n->rb_left : n->rb_right;
+	}
+	return NULL;
+}
+
+void cm_tw_unlink(struct cm_tw *tw)
+{
+	lockdep_assert_held(&cmg.lock);
+	if (tw->in_rid) {
+		rb_erase(&tw->rid_node, &cmg.rid_tree);
+		RB_CLEAR_NODE(&tw->rid_node);
+		tw->in_rid = false;
+	}
+	if (tw->in_rqpn) {
+		rb_erase(&tw->rqpn_node, &cmg.rqpn_tree);
+		RB_CLEAR_NODE(&tw->rqpn_node);
+		tw->in_rqpn = false;
+	}
+}
+
+/*
+ * Enter TimeWait: the list takes ownership of @tw and the timer is armed.
+ * The record does not reference any device, so it is armed even while a
+ * device is going away.
+ */
+void cm_tw_start(struct cm_tw *tw, unsigned int ms)
+{
+	lockdep_assert_held(&cmg.lock);
+	tw->queued = true;
+	list_add_tail(&tw->node, &cmg.tw_list);
+	queue_delayed_work(cmg.wq, &tw->dwork, msecs_to_jiffies(ms));
+}
+
+/* Module exit: cancel and free every record still waiting. */
+void cm_tw_drain(void)
+{
+	struct cm_tw *tw;
+
+	for (;;) {
+		spin_lock_irq(&cmg.lock);
+		tw = list_first_entry_or_null(&cmg.tw_list, struct cm_tw, node);
+		if (tw) {
+			list_del_init(&tw->node);
+			cm_tw_unlink(tw);
+		}
+		spin_unlock_irq(&cmg.lock);
+		if (!tw)
+			break;
+		cancel_delayed_work_sync(&tw->dwork);
+		kfree(tw);
+	}
+}
