@@ -1,0 +1,624 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * KTAP self-test for the ib_cm message codec and TimeWait bookkeeping.
+ *
+ * Expected bytes are written out by hand from the IBTA vol 1 chapter 12
+ * message tables (byte offset in the MAD = 24 byte MAD header + the offset
+ * the table gives), not derived from the encoder.  Loading the module runs
+ * every case; init fails with -EINVAL when any case fails.
+ */
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/delay.h>
+
+#include "cm_codec.c"
+#include "cm_timewait.c"
+
+/* The TimeWait code under test reports expiries here. */
+struct cm_globals cmg;
+
+static struct {
+	__be32 local_id;
+	__be32 remote_id;
+	__be32 remote_qpn;
+	int calls;
+} tw_seen;
+
+void cm_tw_expired(__be32 local_id, __be32 remote_id, __be32 remote_qpn)
+{
+	tw_seen.local_id = local_id;
+	tw_seen.remote_id = remote_id;
+	tw_seen.remote_qpn = remote_qpn;
+	tw_seen.calls++;
+}
+
+static u8 mad[256];
+static unsigned int bad_bytes;
+
+static void reset_mad(void)
+{
+	memset(mad, 0, sizeof(mad));
+	bad_bytes = 0;
+}
+
+/* Compare @len bytes at MAD offset @off with @want; log mismatches. */
+static void want(unsigned int off, const u8 *exp, unsigned int len)
+{
+	unsigned int i;
+
+	for (i = 0; i < len; i++) {
+		if (mad[off + i] == exp[i])
+			continue;
+		pr_info("    # byte %u: got 0x%02x, expected 0x%02x\n", off + i,
+			mad[off + i], exp[i]);
+		bad_bytes++;
+	}
+}
+
+#define WANT(off, ...) do {					\
+	static const u8 __e[] = { __VA_ARGS__ };		\
+	want(off, __e, sizeof(__e));				\
+} while (0)
+
+#define CHECK(cond) do {					\
+	if (!(cond)) {						\
+		pr_info("    # failed: %s (line %d)\n", #cond, __LINE__); \
+		bad_bytes++;					\
+	}							\
+} while (0)
+
+static bool test_header(void)
+{
+	reset_mad();
+	cmc_put_hdr((struct ib_mad_hdr *)mad, CM_DREQ_ATTR_ID,
+		    cpu_to_be64(0x1122334455667788ULL), 0xa0b0c0d0);
+	/* BaseVersion, MgmtClass (CM = 0x07), ClassVersion 2, Send (0x03). */
+	WANT(0, 0x01, 0x07, 0x02, 0x03);
+	WANT(8, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88);
+	WANT(16, 0x00, 0x15);
+	WANT(20, 0xa0, 0xb0, 0xc0, 0xd0);
+	return !bad_bytes;
+}
+
+static void fill_path(struct cmc_path *p, u8 seed)
+{
+	unsigned int i;
+
+	for (i = 0; i < 16; i++) {
+		p->local_gid.raw[i] = seed + i;
+		p->remote_gid.raw[i] = seed + 0x40 + i;
+	}
+	p->local_lid = 0x1234;
+	p->remote_lid = 0x5678;
+	p->flow_label = 0xabcde;
+	p->rate = 0x2a;
+	p->tclass = 0x9c;
+	p->hop_limit = 0x3f;
+	p->sl = 0xc;
+	p->subnet_local = 1;
+	p->ack_timeout = 0x11;
+}
+
+static const u8 req_pdata[IB_CM_REQ_PRIVATE_DATA_SIZE] = {
+	[0] = 0xee, [91] = 0xdd,
+};
+
+static void fill_req(struct cmc_req *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->local_comm_id = 0x11223344;
+	r->vendor_id = 0xabcdef;
+	r->service_id = 0x0102030405060708ULL;
+	r->local_ca_guid = 0x8877665544332211ULL;
+	r->local_qkey = 0xcafebabe;
+	r->local_qpn = 0x123456;
+	r->resp_resources = 0x7f;
+	r->init_depth = 0x05;
+	r->remote_eecn = 0x000102;
+	r->remote_resp_timeout = 0x15;
+	r->transport = 1;
+	r->flow_ctrl = 1;
+	r->starting_psn = 0xabcdef;
+	r->local_resp_timeout = 0x13;
+	r->retry_count = 5;
+	r->pkey = 0xffff;
+	r->mtu = 4;
+	r->rnr_retry = 7;
+	r->max_cm_retries = 15;
+	r->srq = 1;
+	fill_path(&r->primary, 0x10);
+	fill_path(&r->alt, 0x80);
+	r->alt.local_lid = 0x9abc;
+	r->alt.ack_timeout = 0x1f;
+	r->sap_supported = 1;
+	r->pdata = req_pdata;
+	r->pdata_len = sizeof(req_pdata);
+}
+
+static bool test_req_layout(void)
+{
+	struct cmc_req r;
+
+	fill_req(&r);
+	reset_mad();
+	cmc_put_req((struct cm_req_msg *)mad, &r);
+	WANT(24, 0x11, 0x22, 0x33, 0x44);		/* Local Comm ID */
+	WANT(28, 0x00, 0xab, 0xcd, 0xef);		/* rsvd, Vendor ID */
+	WANT(32, 1, 2, 3, 4, 5, 6, 7, 8);		/* Service ID */
+	WANT(40, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11);
+	WANT(52, 0xca, 0xfe, 0xba, 0xbe);		/* Local Q_Key */
+	WANT(56, 0x12, 0x34, 0x56, 0x7f);		/* QPN, resp. res. */
+	WANT(60, 0x00, 0x00, 0x00, 0x05);		/* EECN, init depth */
+	/* Remote EECN; timeout 0x15 << 3 | UC (1) << 1 | flow control. */
+	WANT(64, 0x00, 0x01, 0x02, 0xab);
+	/* Starting PSN; local timeout 0x13 << 3 | retry count 5. */
+	WANT(68, 0xab, 0xcd, 0xef, 0x9d);
+	WANT(72, 0xff, 0xff);				/* P_Key */
+	WANT(74, 0x47);		/* MTU 4 << 4 | RDC 0 | RNR retry 7 */
+	WANT(75, 0xf8);		/* max retries 15 << 4 | SRQ << 3 */
+	WANT(76, 0x12, 0x34, 0x56, 0x78);		/* primary LIDs */
+	WANT(80, 0x10, 0x11);				/* local GID start */
+	WANT(95, 0x1f, 0x50);		/* local GID end, remote GID start */
+	WANT(111, 0x5f);
+	/* Flow label 0xabcde in 20 bits, 6 reserved bits, rate 0x2a. */
+	WANT(112, 0xab, 0xcd, 0xe0, 0x2a);
+	/* TClass, hop limit, SL 0xc << 4 | subnet local << 3, ACK 0x11 << 3 */
+	WANT(116, 0x9c, 0x3f, 0xc8, 0x88);
+	WANT(120, 0x9a, 0xbc, 0x56, 0x78);		/* alternate LIDs */
+	WANT(124, 0x80);
+	WANT(156, 0xab, 0xcd, 0xe0, 0x2a);		/* alternate flow/rate */
+	/* Alternate ACK timeout 0x1f << 3 | SAP supported (bit 5). */
+	WANT(163, 0xfc);
+	WANT(164, 0xee);				/* private data */
+	WANT(255, 0xdd);
+	CHECK(cmc_req_has_alt((struct cm_req_msg *)mad));
+	return !bad_bytes;
+}
+
+static bool test_req_roundtrip(void)
+{
+	struct cmc_req r, back;
+
+	fill_req(&r);
+	reset_mad();
+	cmc_put_req((struct cm_req_msg *)mad, &r);
+	cmc_get_req((struct cm_req_msg *)mad, &back);
+	CHECK(back.local_comm_id == r.local_comm_id);
+	CHECK(back.vendor_id == r.vendor_id);
+	CHECK(back.service_id == r.service_id);
+	CHECK(back.local_qpn == r.local_qpn);
+	CHECK(back.remote_resp_timeout == r.remote_resp_timeout);
+	CHECK(back.transport == 1 && back.flow_ctrl == 1);
+	CHECK(back.local_resp_timeout == 0x13 && back.retry_count == 5);
+	CHECK(back.mtu == 4 && back.rnr_retry == 7);
+	CHECK(back.max_cm_retries == 15 && back.srq == 1);
+	CHECK(back.primary.flow_label == 0xabcde);
+	CHECK(back.primary.rate == 0x2a && back.primary.sl == 0xc);
+	CHECK(back.primary.subnet_local == 1);
+	CHECK(back.primary.ack_timeout == 0x11);
+	CHECK(!memcmp(&back.primary.remote_gid, &r.primary.remote_gid, 16));
+	CHECK(back.alt.local_lid == 0x9abc && back.sap_supported == 1);
+	CHECK(back.pdata == mad + 164 && back.pdata_len == 92);
+	return !bad_bytes;
+}
+
+static bool test_req_no_alt(void)
+{
+	reset_mad();
+	CHECK(!cmc_req_has_alt((struct cm_req_msg *)mad));
+	mad[24 + 97] = 1;	/* alternate local LID = 1 */
+	CHECK(cmc_req_has_alt((struct cm_req_msg *)mad));
+	return !bad_bytes;
+}
+
+static bool test_rep_layout(void)
+{
+	struct cmc_rep r = {
+		.local_comm_id = 0x01020304,
+		.remote_comm_id = 0x05060708,
+		.local_qkey = 0x0a0b0c0d,
+		.local_qpn = 0xa1b2c3,
+		.local_eecn = 0x000001,
+		.vendor_id = 0x112233,
+		.starting_psn = 0x445566,
+		.resp_resources = 0x10,
+		.init_depth = 0x20,
+		.target_ack_delay = 0x1f,
+		.failover = 2,
+		.flow_ctrl = 1,
+		.rnr_retry = 5,
+		.srq = 1,
+		.local_ca_guid = 0x0102030405060708ULL,
+	}, back;
+	static const u8 pd[] = { 0x5a, 0xa5 };
+
+	r.pdata = pd;
+	r.pdata_len = sizeof(pd);
+	reset_mad();
+	cmc_put_rep((struct cm_rep_msg *)mad, &r);
+	WANT(24, 1, 2, 3, 4, 5, 6, 7, 8);
+	WANT(32, 0x0a, 0x0b, 0x0c, 0x0d);
+	WANT(36, 0xa1, 0xb2, 0xc3, 0x11);	/* QPN, Vendor ID[23:16] */
+	WANT(40, 0x00, 0x00, 0x01, 0x22);	/* EECN, Vendor ID[15:8] */
+	WANT(44, 0x44, 0x55, 0x66, 0x33);	/* PSN, Vendor ID[7:0] */
+	/* RR, depth, ACK delay 0x1f << 3 | failover 2 << 1 | flow ctrl */
+	WANT(48, 0x10, 0x20, 0xfd);
+	WANT(51, 0xb0);				/* RNR 5 << 5 | SRQ << 4 */
+	WANT(52, 1, 2, 3, 4, 5, 6, 7, 8);
+	WANT(60, 0x5a, 0xa5);
+	cmc_get_rep((struct cm_rep_msg *)mad, &back);
+	CHECK(back.vendor_id == 0x112233 && back.local_qpn == 0xa1b2c3);
+	CHECK(back.target_ack_delay == 0x1f && back.failover == 2);
+	CHECK(back.rnr_retry == 5 && back.srq == 1 && back.flow_ctrl == 1);
+	return !bad_bytes;
+}
+
+static bool test_rej_layout(void)
+{
+	static const u8 ari[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	struct cmc_rej r = {
+		.local_comm_id = 0xdeadbeef,
+		.remote_comm_id = 0x0badf00d,
+		.msg_rejected = CMC_MSG_OTHER,
+		.reason = IB_CM_REJ_CONSUMER_DEFINED,
+		.ari = ari,
+		.ari_len = sizeof(ari),
+	}, back;
+	static const u8 pd[] = { 0x77 };
+
+	r.pdata = pd;
+	r.pdata_len = 1;
+	reset_mad();
+	cmc_put_rej((struct cm_rej_msg *)mad, &r);
+	WANT(24, 0xde, 0xad, 0xbe, 0xef, 0x0b, 0xad, 0xf0, 0x0d);
+	WANT(32, 0x80);			/* Message REJected = 2, bits 0-1 */
+	WANT(33, 0x10);			/* ARI length 8, bits 0-6 */
+	WANT(34, 0x00, 0x1c);		/* Reason 28 */
+	WANT(36, 1, 2, 3, 4, 5, 6, 7, 8);
+	WANT(108, 0x77);
+	cmc_get_rej((struct cm_rej_msg *)mad, &back);
+	CHECK(back.reason == 28 && back.ari_len == 8);
+	CHECK(back.msg_rejected == CMC_MSG_OTHER);
+	return !bad_bytes;
+}
+
+static bool test_mra_layout(void)
+{
+	struct cmc_mra r = {
+		.local_comm_id = 1,
+		.remote_comm_id = 2,
+		.msg_mraed = CMC_MSG_REP,
+		.service_timeout = 0x1a,
+	}, back;
+
+	reset_mad();
+	cmc_put_mra((struct cm_mra_msg *)mad, &r);
+	WANT(24, 0, 0, 0, 1, 0, 0, 0, 2);
+	WANT(32, 0x40, 0xd0);	/* MRAed 1 << 6; timeout 0x1a << 3 */
+	cmc_get_mra((struct cm_mra_msg *)mad, &back);
+	CHECK(back.msg_mraed == CMC_MSG_REP && back.service_timeout == 0x1a);
+	CHECK(back.pdata == mad + 34);
+	return !bad_bytes;
+}
+
+static bool test_short_messages(void)
+{
+	static const u8 pd[] = { 0x42 };
+	struct cmc_ids ids = {
+		.local_comm_id = 0x0a0a0a0a,
+		.remote_comm_id = 0x0b0b0b0b,
+		.pdata = pd,
+		.pdata_len = 1,
+	};
+	struct cmc_dreq dreq = {
+		.local_comm_id = 3,
+		.remote_comm_id = 4,
+		.remote_qpn = 0xfedcba,
+		.pdata = pd,
+		.pdata_len = 1,
+	}, dback;
+
+	reset_mad();
+	cmc_put_rtu((struct cm_rtu_msg *)mad, &ids);
+	WANT(24, 0x0a, 0x0a, 0x0a, 0x0a, 0x0b, 0x0b, 0x0b, 0x0b, 0x42);
+	reset_mad();
+	cmc_put_drep((struct cm_drep_msg *)mad, &ids);
+	WANT(32, 0x42);
+	reset_mad();
+	cmc_put_dreq((struct cm_dreq_msg *)mad, &dreq);
+	WANT(24, 0, 0, 0, 3, 0, 0, 0, 4);
+	WANT(32, 0xfe, 0xdc, 0xba, 0x00, 0x42);	/* QPN/EECN, rsvd, data */
+	cmc_get_dreq((struct cm_dreq_msg *)mad, &dback);
+	CHECK(dback.remote_qpn == 0xfedcba && dback.pdata == mad + 36);
+	return !bad_bytes;
+}
+
+static bool test_sidr_layout(void)
+{
+	static const u8 info[2] = { 0x99, 0x88 };
+	struct cmc_sidr_req q = {
+		.request_id = 0x01020304,
+		.pkey = 0x8001,
+		.service_id = 0x1000000000000001ULL,
+	};
+	struct cmc_sidr_rep p = {
+		.request_id = 0x0a0b0c0d,
+		.status = IB_SIDR_NO_QP,
+		.vendor_id = 0x123456,
+		.qpn = 0x00abcd,
+		.service_id = 0x2000000000000002ULL,
+		.qkey = 0x11112222,
+		.info = info,
+		.info_len = 2,
+	}, back;
+
+	reset_mad();
+	cmc_put_sidr_req((struct cm_sidr_req_msg *)mad, &q);
+	WANT(24, 1, 2, 3, 4, 0x80, 0x01, 0, 0);
+	WANT(32, 0x10, 0, 0, 0, 0, 0, 0, 0x01);
+	reset_mad();
+	cmc_put_sidr_rep((struct cm_sidr_rep_msg *)mad, &p);
+	WANT(24, 0x0a, 0x0b, 0x0c, 0x0d);
+	WANT(28, 0x03, 0x02, 0x12, 0x34);	/* status, info len, VID hi */
+	WANT(32, 0x00, 0xab, 0xcd, 0x56);	/* QPN, VID lo */
+	WANT(36, 0x20, 0, 0, 0, 0, 0, 0, 0x02);
+	WANT(44, 0x11, 0x11, 0x22, 0x22);
+	WANT(48, 0x99, 0x88);
+	cmc_get_sidr_rep((struct cm_sidr_rep_msg *)mad, &back);
+	CHECK(back.status == IB_SIDR_NO_QP && back.qpn == 0xabcd);
+	CHECK(back.vendor_id == 0x123456 && back.info_len == 2);
+	CHECK(back.pdata == mad + 120);
+	return !bad_bytes;
+}
+
+static bool test_lap_apr_decode(void)
+{
+	struct cmc_lap l;
+	struct cmc_apr a;
+
+	reset_mad();
+	mad[24 + 3] = 7;			/* local comm ID */
+	mad[24 + 7] = 9;			/* remote comm ID */
+	mad[36] = 0x12;				/* remote QPN 0x123456 */
+	mad[37] = 0x34;
+	mad[38] = 0x56;
+	mad[39] = 0x0e << 3;			/* remote CM timeout 14 */
+	mad[44] = 0x00;				/* alt local LID 0x0042 */
+	mad[45] = 0x42;
+	mad[47] = 0x43;				/* alt remote LID */
+	mad[48] = 0xfe;				/* alt local GID[0] */
+	mad[79] = 0x01;				/* alt remote GID[15] */
+	mad[80] = 0x12;				/* flow label 0x12345 */
+	mad[81] = 0x34;
+	mad[82] = 0x50;
+	mad[83] = 0x07;				/* traffic class */
+	mad[84] = 0x40;				/* hop limit */
+	mad[85] = 0x03;				/* rate (low 6 bits) */
+	mad[86] = 0x58;				/* SL 5, subnet local */
+	mad[87] = 0x0c << 3;			/* ACK timeout 12 */
+	mad[88] = 0xaa;				/* private data */
+	cmc_get_lap((struct cm_lap_msg *)mad, &l);
+	CHECK(l.local_comm_id == 7 && l.remote_comm_id == 9);
+	CHECK(l.remote_qpn == 0x123456 && l.remote_resp_timeout == 14);
+	CHECK(l.alt.local_lid == 0x42 && l.alt.remote_lid == 0x43);
+	CHECK(l.alt.local_gid.raw[0] == 0xfe && l.alt.remote_gid.raw[15] == 1);
+	CHECK(l.alt.flow_label == 0x12345 && l.alt.tclass == 7);
+	CHECK(l.alt.hop_limit == 0x40 && l.alt.rate == 3);
+	CHECK(l.alt.sl == 5 && l.alt.subnet_local == 1);
+	CHECK(l.alt.ack_timeout == 12 && *(u8 *)l.pdata == 0xaa);
+
+	reset_mad();
+	mad[32] = 4;				/* additional info length */
+	mad[33] = IB_CM_APR_INVALID_LID;
+	mad[36] = 0x5e;
+	mad[108] = 0x6f;
+	cmc_get_apr((struct cm_apr_msg *)mad, &a);
+	CHECK(a.info_len == 4 && a.status == IB_CM_APR_INVALID_LID);
+	CHECK(*(u8 *)a.info == 0x5e && *(u8 *)a.pdata == 0x6f);
+	return !bad_bytes;
+}
+
+static bool test_qp_types(void)
+{
+	u8 t, e;
+
+	reset_mad();
+	CHECK(!cmc_qp_type_to_wire(IB_QPT_RC, &t, &e) && t == 0 && e == 0);
+	CHECK(!cmc_qp_type_to_wire(IB_QPT_UC, &t, &e) && t == 1 && e == 0);
+	CHECK(!cmc_qp_type_to_wire(IB_QPT_XRC_INI, &t, &e) && t == 3 && e == 1);
+	CHECK(cmc_qp_type_to_wire(IB_QPT_UD, &t, &e) == -EINVAL);
+	CHECK(cmc_qp_type_from_wire(0, 0) == IB_QPT_RC);
+	CHECK(cmc_qp_type_from_wire(1, 0) == IB_QPT_UC);
+	CHECK(cmc_qp_type_from_wire(3, 1) == IB_QPT_XRC_TGT);
+	CHECK(cmc_qp_type_from_wire(2, 0) == 0);
+	return !bad_bytes;
+}
+
+static bool test_timing(void)
+{
+	reset_mad();
+	/* 2^15 + 2^15 = 2^16 */
+	CHECK(cmc_ack_timeout(15, 14) == 16);
+	/* ACK delay negligible against 2 * 2^20 */
+	CHECK(cmc_ack_timeout(0, 20) == 21);
+	/* 2^20 + 2^19: rounded up */
+	CHECK(cmc_ack_timeout(20, 18) == 21);
+	/* 2^20 + 2^17: the larger term wins */
+	CHECK(cmc_ack_timeout(20, 16) == 20);
+	CHECK(cmc_ack_timeout(31, 31) == 31);
+	CHECK(cmc_iba_time_to_ms(0) == 1);
+	CHECK(cmc_iba_time_to_ms(9) == 2);
+	CHECK(cmc_iba_time_to_ms(18) == 1024);
+	CHECK(cmc_iba_time_to_ms(40) == 1U << 23);
+	return !bad_bytes;
+}
+
+static struct cm_tw *tw_make(u32 lid, u32 rid, u32 qpn, u64 guid)
+{
+	struct cm_tw *tw = cm_tw_alloc(cpu_to_be32(lid));
+
+	if (tw) {
+		tw->remote_id = cpu_to_be32(rid);
+		tw->remote_qpn = cpu_to_be32(qpn);
+		tw->remote_ca_guid = cpu_to_be64(guid);
+	}
+	return tw;
+}
+
+/* Duplicate (same remote ID) and stale (same remote QPN) detection. */
+static bool test_tw_conflicts(void)
+{
+	struct cm_tw *a, *b, *c, *d;
+
+	reset_mad();
+	a = tw_make(1, 100, 0x200, 0xaa);
+	b = tw_make(2, 100, 0x300, 0xaa);	/* same remote ID as a */
+	c = tw_make(3, 101, 0x200, 0xaa);	/* same remote QPN as a */
+	d = tw_make(4, 100, 0x200, 0xbb);	/* other CA: no conflict */
+	if (!a || !b || !c || !d) {
+		bad_bytes++;
+		goto out;
+	}
+	spin_lock_irq(&cmg.lock);
+	CHECK(!cm_tw_insert_rid(a) && !cm_tw_insert_rqpn(a));
+	CHECK(cm_tw_insert_rid(b) == a);
+	CHECK(!cm_tw_insert_rid(c));
+	CHECK(cm_tw_insert_rqpn(c) == a);
+	CHECK(!cm_tw_insert_rid(d) && !cm_tw_insert_rqpn(d));
+	CHECK(cm_tw_find_rid(cpu_to_be64(0xaa), cpu_to_be32(100)) == a);
+	CHECK(cm_tw_find_rid(cpu_to_be64(0xbb), cpu_to_be32(100)) == d);
+	CHECK(!cm_tw_find_rid(cpu_to_be64(0xcc), cpu_to_be32(100)));
+	cm_tw_unlink(a);
+	CHECK(!cm_tw_find_rid(cpu_to_be64(0xaa), cpu_to_be32(100)));
+	CHECK(!cm_tw_insert_rqpn(b));		/* QPN 0x300 is free */
+	cm_tw_unlink(b);
+	cm_tw_unlink(c);
+	cm_tw_unlink(d);
+	CHECK(RB_EMPTY_ROOT(&cmg.rid_tree) && RB_EMPTY_ROOT(&cmg.rqpn_tree));
+	spin_unlock_irq(&cmg.lock);
+out:
+	cm_tw_free(a);
+	cm_tw_free(b);
+	cm_tw_free(c);
+	cm_tw_free(d);
+	return !bad_bytes;
+}
+
+/*
+ * TimeWait: while waiting, the record keeps blocking its remote QPN; on
+ * expiry it leaves both trees and reports the connection it belonged to.
+ */
+static bool test_tw_expiry(void)
+{
+	struct cm_tw *tw, *probe;
+	int i;
+
+	reset_mad();
+	memset(&tw_seen, 0, sizeof(tw_seen));
+	tw = tw_make(7, 70, 0x700, 0x77);
+	probe = tw_make(8, 80, 0x700, 0x77);
+	if (!tw || !probe) {
+		bad_bytes++;
+		goto out;
+	}
+	spin_lock_irq(&cmg.lock);
+	CHECK(!cm_tw_insert_rid(tw) && !cm_tw_insert_rqpn(tw));
+	cm_tw_start(tw, 50);
+	CHECK(cm_tw_insert_rqpn(probe) == tw);
+	spin_unlock_irq(&cmg.lock);
+	CHECK(tw_seen.calls == 0);
+
+	for (i = 0; i < 100 && !tw_seen.calls; i++)
+		msleep(20);
+	CHECK(tw_seen.calls == 1);
+	CHECK(tw_seen.local_id == cpu_to_be32(7));
+	CHECK(tw_seen.remote_id == cpu_to_be32(70));
+	CHECK(tw_seen.remote_qpn == cpu_to_be32(0x700));
+	spin_lock_irq(&cmg.lock);
+	CHECK(list_empty(&cmg.tw_list));
+	CHECK(!cm_tw_insert_rqpn(probe));
+	cm_tw_unlink(probe);
+	spin_unlock_irq(&cmg.lock);
+out:
+	cm_tw_free(probe);
+	return !bad_bytes;
+}
+
+/* A record still waiting at module exit is cancelled and freed. */
+static bool test_tw_drain(void)
+{
+	struct cm_tw *tw;
+
+	reset_mad();
+	memset(&tw_seen, 0, sizeof(tw_seen));
+	tw = tw_make(9, 90, 0x900, 0x99);
+	if (!tw)
+		return false;
+	spin_lock_irq(&cmg.lock);
+	CHECK(!cm_tw_insert_rid(tw));
+	cm_tw_start(tw, 60000);
+	spin_unlock_irq(&cmg.lock);
+	cm_tw_drain();
+	CHECK(list_empty(&cmg.tw_list) && RB_EMPTY_ROOT(&cmg.rid_tree));
+	CHECK(tw_seen.calls == 0);
+	return !bad_bytes;
+}
+
+static const struct {
+	const char *name;
+	bool (*run)(void);
+} cases[] = {
+	{ "mad_header", test_header },
+	{ "req_layout", test_req_layout },
+	{ "req_roundtrip", test_req_roundtrip },
+	{ "req_alternate_path_flag", test_req_no_alt },
+	{ "rep_layout", test_rep_layout },
+	{ "rej_layout", test_rej_layout },
+	{ "mra_layout", test_mra_layout },
+	{ "rtu_dreq_drep_layout", test_short_messages },
+	{ "sidr_layout", test_sidr_layout },
+	{ "lap_apr_decode", test_lap_apr_decode },
+	{ "qp_type_mapping", test_qp_types },
+	{ "timeouts", test_timing },
+	{ "timewait_conflicts", test_tw_conflicts },
+	{ "timewait_expiry", test_tw_expiry },
+	{ "timewait_drain", test_tw_drain },
+};
+
+static int __init cm_codec_test_init(void)
+{
+	unsigned int i, failed = 0;
+
+	spin_lock_init(&cmg.lock);
+	INIT_LIST_HEAD(&cmg.tw_list);
+	cmg.rid_tree = RB_ROOT;
+	cmg.rqpn_tree = RB_ROOT;
+	cmg.wq = alloc_workqueue("ib_cm_test", 0, 1);
+	if (!cmg.wq)
+		return -ENOMEM;
+
+	pr_info("KTAP version 1\n");
+	pr_info("1..%zu\n", ARRAY_SIZE(cases));
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		bool ok = cases[i].run();
+
+		if (!ok)
+			failed++;
+		pr_info("%s %u %s\n", ok ? "ok" : "not ok", i + 1,
+			cases[i].name);
+	}
+	cm_tw_drain();
+	destroy_workqueue(cmg.wq);
+	pr_info("# ib_cm codec: %u passed, %u failed\n",
+		(unsigned int)ARRAY_SIZE(cases) - failed, failed);
+	return failed ? -EINVAL : 0;
+}
+
+static void __exit cm_codec_test_exit(void)
+{
+}
+
+module_init(cm_codec_test_init);
+module_exit(cm_codec_test_exit);
+MODULE_DESCRIPTION("ib_cm codec and TimeWait self-test");
+MODULE_LICENSE("Dual BSD/GPL");
