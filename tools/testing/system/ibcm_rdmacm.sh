@@ -1,0 +1,83 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Guest test: librdmacm tools over soft-RoCE through our ib_cm (which the
+# rig insmods before rdma_cm is pulled in): ucmatose (RC connect/transfer/
+# disconnect), udaddy (UD via SIDR_REQ/SIDR_REP), rdma_server/rdma_client,
+# ib_send_bw -R; then counters, a REJ for a port nobody listens on, and a
+# clean unload of ib_cm (no cm_id left in its kmem_cache).
+
+# shellcheck source=SCRIPTDIR/../vm/guest-lib.sh
+. "$GUEST_LIB"
+
+rxe_up || exit 1
+PORTDIR=/sys/class/infiniband/rxe0/ports/1
+
+ctr() {
+	cat "$PORTDIR/$1/$2" 2> /dev/null || echo 0
+}
+
+# server_client NAME SERVER_CMD -- CLIENT_CMD: both must exit 0.
+server_client() {
+	local name=$1 srv=() cli=() spid src crc
+
+	shift
+	while [ "$1" != "--" ]; do
+		srv+=("$1")
+		shift
+	done
+	shift
+	cli=("$@")
+	run_with_timeout 90 "${srv[@]}" > "/tmp/$name-server.out" 2>&1 &
+	spid=$!
+	# Under TCG a server can take seconds to reach its listen.
+	sleep 4
+	connect_retry 5 "/tmp/$name-client.out" \
+		run_with_timeout 60 "${cli[@]}"
+	crc=$?
+	wait "$spid"
+	src=$?
+	echo "# $name: client exit $crc, server exit $src"
+	tail -n 3 "/tmp/$name-client.out" | sed -e "s/^/# $name client: /"
+	tail -n 3 "/tmp/$name-server.out" | sed -e "s/^/# $name server: /"
+	tap_check "$name client" test "$crc" = 0
+	tap_check "$name server" test "$src" = 0
+}
+
+grep -q '^ib_cm ' /proc/modules
+tap_check "ib_cm loaded" test $? = 0
+tap_check "ib_cm is ours (has cm_tx_msgs counters)" test -d "$PORTDIR/cm_tx_msgs"
+
+req0=$(ctr cm_rx_msgs req)
+server_client ucmatose ucmatose -b "$MY_IP" -c 4 -C 20 -- \
+	ucmatose -s "$MY_IP" -c 4 -C 20
+server_client udaddy udaddy -b "$MY_IP" -c 2 -C 10 -- \
+	udaddy -s "$MY_IP" -c 2 -C 10
+server_client rdma_xserver rdma_server -s "$MY_IP" -- \
+	rdma_client -s "$MY_IP"
+server_client ib_send_bw ib_send_bw -R -n 200 -- \
+	ib_send_bw -R -n 200 "$MY_IP"
+
+req1=$(ctr cm_rx_msgs req)
+sreq=$(ctr cm_rx_msgs sidr_req)
+dreq=$(ctr cm_tx_msgs dreq)
+echo "# counters: rx req $req0 -> $req1, rx sidr_req $sreq, tx dreq $dreq"
+tap_check "REQs counted" test "$req1" -ge $((req0 + 6))
+tap_check "SIDR_REQs counted" test "$sreq" -ge 2
+tap_check "DREQs counted" test "$dreq" -ge 1
+
+# Nobody listens on this port: rdma_cm must see a REJ (not a timeout).
+rej0=$(ctr cm_tx_msgs rej)
+run_with_timeout 30 rping -c -a "$MY_IP" -p 7999 -C 1 > /tmp/rej.out 2>&1
+rej1=$(ctr cm_tx_msgs rej)
+echo "# tx rej $rej0 -> $rej1"
+tap_check "REQ to an unused service is rejected" test "$rej1" -gt "$rej0"
+
+sleep 3
+modprobe -r rdma_ucm ib_srpt ib_isert ib_iser ib_srp ib_ipoib rdma_cm iw_cm 2> /dev/null
+rmmod ib_cm
+rc=$?
+tap_check "ib_cm unloads" test "$rc" = 0
+! dmesg | grep -qi 'ib_cm_id.*\(objects remaining\|still has objects\)'
+tap_check "no cm_id left in the ib_cm_id cache" test $? = 0
+tap_done
