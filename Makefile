@@ -88,7 +88,7 @@ vm-test: modules
 	@$(TOP)/tools/testing/run-vm-tests --build $(BUILD)
 
 main: modules
-	@$(TOP)/tools/testing/main-job --build $(BUILD)
+	@$(TOP)/tools/testing/main-job --build $(BUILD) --kdir $(KDIR)
 
 # The kernel-style patch series against linux-source-6.1, in build/patches.
 patches: source
