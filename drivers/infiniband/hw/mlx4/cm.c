@@ -6,15 +6,18 @@
  * The file has three layers:
  *   (a) MAD field helpers - the only code that knows where a CM MAD keeps
  *       its comm ids, the REJ reason, the REQ GUIDs;
- *   (b) the id map - create, pin, the one release path, reaping, cleaning;
+ *   (b) the id map - create, look up, the one release path, reaping, cleaning;
  *   (c) the policy table - what each CM attribute does in each direction.
  *
  * Lifetime rules: an entry holds one reference for the map from creation
- * until the reaper (or the final device clean) unlinks it; every lookup pins
- * the entry with refcount_inc_not_zero() under RCU and drops the pin when
- * done.  Memory goes back to the cache one RCU grace period after the last
- * reference is gone.  The only way out of the map is pvcm_release(): it puts
- * the entry into TimeWait, and the reaper frees it when TimeWait has passed.
+ * until the reaper (or the final device clean) unlinks it.  Memory goes back
+ * to the cache one RCU grace period after the last reference is gone, so a
+ * MAD handler that looks an entry up, copies its ids and applies its event
+ * all inside one rcu_read_lock() section needs no reference, and a creator
+ * does its event under the lock hold that publishes the entry.  A pin
+ * (refcount_inc_not_zero()) is for a user outside RCU: the test module.
+ * The only way out of the map is pvcm_release(): it puts the entry into
+ * TimeWait, and the reaper frees it when TimeWait has passed.
  * Design notes: Documentation/infiniband/mlx4-pvcm.rst.
  */
 
@@ -251,10 +254,20 @@ struct pvcm_entry {
 	u8 indexed;		/* the entry is the one in pv->sl_ids */
 };
 
+/* two word compares instead of the generic memcmp() of the key bytes */
+static int pvcm_sl_cmp(struct rhashtable_compare_arg *arg, const void *obj)
+{
+	const struct pvcm_entry *e = obj;
+	const struct pvcm_key *key = arg->key;
+
+	return e->key.sl_cm_id != key->sl_cm_id || e->key.slave != key->slave;
+}
+
 static const struct rhashtable_params pvcm_sl_params = {
 	.key_len = sizeof(struct pvcm_key),
 	.key_offset = offsetof(struct pvcm_entry, key),
 	.head_offset = offsetof(struct pvcm_entry, hnode),
+	.obj_cmpfn = pvcm_sl_cmp,
 	.automatic_shrinking = true,
 };
 
@@ -335,31 +348,60 @@ static void pvcm_put(struct pvcm_entry *e)
 		call_rcu(&e->rcu, pvcm_entry_free_rcu);
 }
 
-static struct pvcm_entry *pvcm_pin_sl(struct mlx4_ib_pvcm *pv, u32 slave,
-				      u32 sl_cm_id)
+/*
+ * Lookups without a reference: the entry stays readable until the caller
+ * leaves its RCU read-side section.  Its state may change meanwhile; events
+ * re-check it under pv->lock.  Flattened so that the key hash is inlined
+ * with the constant parameters instead of an indirect call.
+ */
+static __flatten struct pvcm_entry *
+pvcm_find_sl(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id)
 {
 	struct pvcm_key key = { .sl_cm_id = sl_cm_id, .slave = slave };
-	struct pvcm_entry *e;
 
-	rcu_read_lock();
-	e = rhashtable_lookup(&pv->sl_ids, &key, pvcm_sl_params);
-	if (e && !refcount_inc_not_zero(&e->ref))
-		e = NULL;
-	rcu_read_unlock();
-	return e;
+	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "pvcm: lookup outside RCU");
+	return rhashtable_lookup(&pv->sl_ids, &key, pvcm_sl_params);
 }
 
-static struct pvcm_entry *pvcm_pin_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
+static struct pvcm_entry *pvcm_find_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
+{
+	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "pvcm: lookup outside RCU");
+	return xa_load(&pv->pv_ids, pv_cm_id);
+}
+
+#ifdef MLX4_IB_PVCM_TEST
+/*
+ * The handlers pin nothing; the test module pins entries it looked up to
+ * hold them across a reap.  Pinned, an entry may be used outside RCU until
+ * pvcm_put().  Other test builds (the trace replay) need no pins.
+ */
+static struct pvcm_entry *pvcm_pin(struct pvcm_entry *e)
+{
+	return e && refcount_inc_not_zero(&e->ref) ? e : NULL;
+}
+
+static __maybe_unused struct pvcm_entry *
+pvcm_pin_sl(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id)
 {
 	struct pvcm_entry *e;
 
 	rcu_read_lock();
-	e = xa_load(&pv->pv_ids, pv_cm_id);
-	if (e && !refcount_inc_not_zero(&e->ref))
-		e = NULL;
+	e = pvcm_pin(pvcm_find_sl(pv, slave, sl_cm_id));
 	rcu_read_unlock();
 	return e;
 }
+
+static __maybe_unused struct pvcm_entry *
+pvcm_pin_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
+{
+	struct pvcm_entry *e;
+
+	rcu_read_lock();
+	e = pvcm_pin(pvcm_find_pv(pv, pv_cm_id));
+	rcu_read_unlock();
+	return e;
+}
+#endif
 
 /* make sure the reaper runs no later than @deadline */
 static void pvcm_arm(struct mlx4_ib_pvcm *pv, u32 deadline)
@@ -394,7 +436,7 @@ static void pvcm_ev_refresh(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 	lockdep_assert_held(&pv->lock);
 	if (e->state != PVCM_PENDING)
 		return;
-	e->deadline = (u32)jiffies + pvcm_pending_jiffies();
+	WRITE_ONCE(e->deadline, (u32)jiffies + pvcm_pending_jiffies());
 	list_move_tail(&e->link, &pvcm_slave(pv, e)->pending);
 	pvcm_arm(pv, e->deadline);
 }
@@ -449,13 +491,19 @@ static void pvcm_final(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 	pvcm_put(e);
 }
 
+static bool pvcm_event_needed(const struct pvcm_entry *e, u8 ev);
+static void pvcm_event_locked(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e,
+			      u8 ev);
+
 /*
- * Create the entry for (slave, sl_cm_id), returned pinned.  An entry of a
- * concurrent creator that is still live wins; an entry on its way out is
- * replaced in the (slave, sl_cm_id) index only and keeps its release path.
+ * Create the entry for (slave, sl_cm_id), apply @ev to it under the same
+ * hold of pv->lock and return its id in @pv_cm_id; the caller keeps no
+ * reference.  An entry of a concurrent creator that is still live wins; an
+ * entry on its way out is replaced in the (slave, sl_cm_id) index only and
+ * keeps its release path.
  */
-static struct pvcm_entry *pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave,
-				      u32 sl_cm_id)
+static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
+		       u8 ev, u32 *pv_cm_id)
 {
 	struct mlx4_ib_pvcm_slave *s = &pv->slaves[slave];
 	unsigned int cap = READ_ONCE(pvcm_max_per_vf);
@@ -466,14 +514,14 @@ static struct pvcm_entry *pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave,
 
 	e = pvcm_fault() ? NULL : kmem_cache_alloc(pvcm_cache, GFP_KERNEL);
 	if (!e)
-		return ERR_PTR(-ENOMEM);
+		return -ENOMEM;
 	atomic_long_inc(&pvcm_objects);
 	e->key.sl_cm_id = sl_cm_id;
 	e->key.slave = slave;
 	e->state = PVCM_PENDING;
 	e->epoch = (u8)atomic_read(&s->epoch);
 	e->indexed = 0;
-	refcount_set(&e->ref, 2);	/* the map's and the caller's */
+	refcount_set(&e->ref, 1);	/* the map's */
 
 	/* reserve the id; lookups see it only once the entry is complete */
 	ret = pvcm_fault() ? -ENOMEM :
@@ -484,6 +532,8 @@ static struct pvcm_entry *pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave,
 	e->pv_cm_id = id;
 
 	spin_lock(&pv->lock);
+	/* set before lookups can see it, in pending FIFO order */
+	e->deadline = (u32)jiffies + pvcm_pending_jiffies();
 	if (pv->dying) {
 		ret = -ESHUTDOWN;
 		goto unlock;
@@ -501,11 +551,13 @@ static struct pvcm_entry *pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave,
 		goto unlock;
 	}
 	if (old && pvcm_live(pv, old)) {
-		refcount_inc(&old->ref);
+		*pv_cm_id = old->pv_cm_id;
+		if (pvcm_event_needed(old, ev))
+			pvcm_event_locked(pv, old, ev);
 		spin_unlock(&pv->lock);
 		xa_erase(&pv->pv_ids, id);
 		pvcm_discard(e);
-		return old;
+		return 0;
 	}
 	if (old) {
 		ret = rhashtable_replace_fast(&pv->sl_ids, &old->hnode,
@@ -517,44 +569,37 @@ static struct pvcm_entry *pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave,
 	e->indexed = 1;
 	stored = xa_store(&pv->pv_ids, id, e, GFP_ATOMIC);
 	if (xa_is_err(stored)) {
-		/* readers may have pinned it from sl_ids: free through RCU */
+		/* readers may have found it in sl_ids: free through RCU */
 		pvcm_unindex(pv, e);
 		WRITE_ONCE(e->state, PVCM_DEAD);
 		spin_unlock(&pv->lock);
 		xa_erase(&pv->pv_ids, id);
 		pvcm_put(e);
-		pvcm_put(e);
-		return ERR_PTR(xa_err(stored));
+		return xa_err(stored);
 	}
-	e->deadline = (u32)jiffies + pvcm_pending_jiffies();
 	list_add_tail(&e->link, &s->pending);
 	s->nr_live++;
 	s->allocated++;
 	pvcm_arm(pv, e->deadline);
+	*pv_cm_id = id;
+	if (pvcm_event_needed(e, ev))	/* not the refresh of a new entry */
+		pvcm_event_locked(pv, e, ev);
 	spin_unlock(&pv->lock);
-	return e;
+	return 0;
 
 unlock:
 	spin_unlock(&pv->lock);
 	xa_erase(&pv->pv_ids, id);
 free:
 	pvcm_discard(e);
-	return ERR_PTR(ret);
+	return ret;
 }
 
-/* find the live entry of (slave, sl_cm_id) or create one; pinned */
-static struct pvcm_entry *pvcm_get_or_create(struct mlx4_ib_pvcm *pv,
-					     u32 slave, u32 sl_cm_id,
-					     bool accept_timewait)
+/* may a MAD of the VF use @e?  Only REJ(timeout) may reuse TimeWait */
+static bool pvcm_accept(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e,
+			bool accept_timewait)
 {
-	struct pvcm_entry *e = pvcm_pin_sl(pv, slave, sl_cm_id);
-
-	if (e) {
-		if (accept_timewait ? pvcm_usable(pv, e) : pvcm_live(pv, e))
-			return e;
-		pvcm_put(e);
-	}
-	return pvcm_create(pv, slave, sl_cm_id);
+	return accept_timewait ? pvcm_usable(pv, e) : pvcm_live(pv, e);
 }
 
 static void pvcm_route_free(struct mlx4_ib_pvcm *pv, struct pvcm_route *r)
@@ -798,11 +843,51 @@ static const struct pvcm_policy *pvcm_policy_of(const struct ib_mad *mad)
 	return &pvcm_policy[PVCM_ATTR_IDX(attr)];
 }
 
+/*
+ * Whether @ev could change @e, read without pv->lock: an RTU on an
+ * established entry or a refresh of a pending entry whose deadline was set
+ * during the last 1/64 of the idle timeout has nothing to do.  A stale
+ * answer only costs the lock: the event functions re-check under it.
+ */
+static bool pvcm_event_needed(const struct pvcm_entry *e, u8 ev)
+{
+	u8 state = READ_ONCE(e->state);
+	u32 left, timeout;
+
+	switch (ev) {
+	case PVCM_EV_REFRESH:
+		if (state != PVCM_PENDING)
+			return false;
+		timeout = pvcm_pending_jiffies();
+		left = READ_ONCE(e->deadline) - (u32)jiffies;
+		return left > timeout || left < timeout - (timeout >> 6);
+	case PVCM_EV_ESTABLISH:
+		return state == PVCM_PENDING;
+	case PVCM_EV_RELEASE:
+		return state != PVCM_DEAD;
+	case PVCM_EV_NONE:
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Apply a lifecycle event.  The caller keeps @e readable: it is inside the
+ * RCU read-side section of its lookup or holds a pin.
+ */
 static void pvcm_event(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e, u8 ev)
 {
-	if (ev == PVCM_EV_NONE)
+	if (!pvcm_event_needed(e, ev))
 		return;
 	spin_lock(&pv->lock);
+	pvcm_event_locked(pv, e, ev);
+	spin_unlock(&pv->lock);
+}
+
+static void pvcm_event_locked(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e,
+			      u8 ev)
+{
+	lockdep_assert_held(&pv->lock);
 	switch (ev) {
 	case PVCM_EV_REFRESH:
 		pvcm_ev_refresh(pv, e);
@@ -814,7 +899,6 @@ static void pvcm_event(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e, u8 ev)
 		pvcm_release(pv, e);
 		break;
 	}
-	spin_unlock(&pv->lock);
 }
 
 /* count a dropped MAD; slave < 0 charges the device */
@@ -834,23 +918,38 @@ static int pvcm_drop(struct mlx4_ib_dev *dev, int slave, int err,
 	return err;
 }
 
-static int pvcm_out_rej(struct mlx4_ib_pvcm *pv, int slave, u32 sl_cm_id,
-			const struct ib_mad *mad, struct pvcm_entry **ep)
+/*
+ * Rewrite the VF's local id of @mad to the pv_cm_id of (slave, sl_cm_id)
+ * and apply @ev.  An existing entry is used inside RCU; with @create a
+ * missing one is made (outside RCU: creating may sleep).  No reference is
+ * taken either way.
+ * Return: 0, -ENOENT if there is no entry to use and @create is false, or
+ * the error of the creation.
+ */
+static int pvcm_out_map(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
+			struct ib_mad *mad, u8 ev, bool create,
+			bool accept_timewait)
 {
 	struct pvcm_entry *e;
+	u32 pv_cm_id;
+	int ret;
 
-	if (pvcm_rej_timeout(mad)) {
-		e = pvcm_get_or_create(pv, slave, sl_cm_id, true);
-		if (IS_ERR(e))
-			return PTR_ERR(e);
-	} else {
-		e = pvcm_pin_sl(pv, slave, sl_cm_id);
-		if (e && !pvcm_usable(pv, e)) {
-			pvcm_put(e);
-			e = NULL;
-		}
+	rcu_read_lock();
+	e = pvcm_find_sl(pv, slave, sl_cm_id);
+	if (e && pvcm_accept(pv, e, accept_timewait)) {
+		pvcm_set_local_id(mad, e->pv_cm_id);
+		pvcm_event(pv, e, ev);
+		rcu_read_unlock();
+		return 0;
 	}
-	*ep = e;	/* NULL: rejects a REQ, nothing of the VF's to map */
+	rcu_read_unlock();
+	if (!create)
+		return -ENOENT;
+
+	ret = pvcm_create(pv, slave, sl_cm_id, ev, &pv_cm_id);
+	if (ret)
+		return ret;
+	pvcm_set_local_id(mad, pv_cm_id);
 	return 0;
 }
 
@@ -859,7 +958,7 @@ static int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
 {
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
 	const struct pvcm_policy *pol;
-	struct pvcm_entry *e = NULL;
+	bool rej_timeout;
 	u32 sl_cm_id;
 	int ret;
 
@@ -881,35 +980,35 @@ static int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
 
 	switch (pol->out) {
 	case PVCM_OUT_CREATE:
-		e = pvcm_get_or_create(pv, slave, sl_cm_id, false);
-		if (IS_ERR(e))
-			return pvcm_drop(dev, slave, PTR_ERR(e), mad,
-					 PTR_ERR(e) == -EDQUOT ?
+		ret = pvcm_out_map(pv, slave, sl_cm_id, mad, pol->out_ev,
+				   true, false);
+		if (ret)
+			return pvcm_drop(dev, slave, ret, mad,
+					 ret == -EDQUOT ?
 					 "over the per-VF cap" : "cannot map");
-		break;
+		return 0;
 	case PVCM_OUT_REJ:
-		ret = pvcm_out_rej(pv, slave, sl_cm_id, mad, &e);
+		/*
+		 * A REJ(timeout) gets a mapping (released at once) so that
+		 * the peer can route it back; any other REJ of an unknown id
+		 * rejects a REQ: nothing of the VF's to map, pass it as is.
+		 */
+		rej_timeout = pvcm_rej_timeout(mad);
+		ret = pvcm_out_map(pv, slave, sl_cm_id, mad, pol->out_ev,
+				   rej_timeout, true);
+		if (ret == -ENOENT && !rej_timeout)
+			return 0;
 		if (ret)
 			return pvcm_drop(dev, slave, ret, mad, "cannot map");
-		if (!e)
-			return 0;
-		break;
+		return 0;
 	default:
-		e = pvcm_pin_sl(pv, slave, sl_cm_id);
-		if (e && !pvcm_usable(pv, e)) {
-			pvcm_put(e);
-			e = NULL;
-		}
-		if (!e)
-			return pvcm_drop(dev, slave, -ENOENT, mad,
+		ret = pvcm_out_map(pv, slave, sl_cm_id, mad, pol->out_ev,
+				   false, true);
+		if (ret)
+			return pvcm_drop(dev, slave, ret, mad,
 					 "unknown local id");
-		break;
+		return 0;
 	}
-
-	pvcm_set_local_id(mad, e->pv_cm_id);
-	pvcm_event(pv, e, pol->out_ev);
-	pvcm_put(e);
-	return 0;
 }
 
 static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
@@ -962,30 +1061,30 @@ static int pvcm_demux(struct mlx4_ib_dev *dev, int port, int *slave,
 	ret = pvcm_remote_id(mad, &pv_cm_id);
 	if (ret)
 		return pvcm_drop(dev, -1, ret, mad, "no remote id");
-	e = pvcm_pin_pv(pv, pv_cm_id);
-	if (e && !pvcm_usable(pv, e)) {
-		pvcm_put(e);
-		e = NULL;
-	}
-	if (!e) {
-		if (slave && pvcm_rej_timeout(mad)) {
-			s = pvcm_route_lookup(pv, port,
-					      pvcm_get32(mad, PVCM_OFF_LOCAL_ID),
-					      pvcm_rej_guid(mad));
-			if (s >= 0) {
-				*slave = s;
-				return 0;
-			}
-		}
-		return pvcm_drop(dev, -1, -ENOENT, mad, "unknown remote id");
-	}
 
-	if (slave)
-		*slave = e->key.slave;
-	pvcm_set_remote_id(mad, e->key.sl_cm_id);
-	pvcm_event(pv, e, pol->in_ev);
-	pvcm_put(e);
-	return 0;
+	/* no reference: everything happens inside the RCU section */
+	rcu_read_lock();
+	e = pvcm_find_pv(pv, pv_cm_id);
+	if (e && pvcm_usable(pv, e)) {
+		if (slave)
+			*slave = e->key.slave;
+		pvcm_set_remote_id(mad, e->key.sl_cm_id);
+		pvcm_event(pv, e, pol->in_ev);
+		rcu_read_unlock();
+		return 0;
+	}
+	rcu_read_unlock();
+
+	if (slave && pvcm_rej_timeout(mad)) {
+		s = pvcm_route_lookup(pv, port,
+				      pvcm_get32(mad, PVCM_OFF_LOCAL_ID),
+				      pvcm_rej_guid(mad));
+		if (s >= 0) {
+			*slave = s;
+			return 0;
+		}
+	}
+	return pvcm_drop(dev, -1, -ENOENT, mad, "unknown remote id");
 }
 
 /**
