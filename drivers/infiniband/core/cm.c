@@ -31,50 +31,70 @@ MODULE_DESCRIPTION("InfiniBand communication manager");
 MODULE_LICENSE("Dual BSD/GPL");
 MODULE_VERSION("6.1-ibcm");
 
-struct cm_globals cmg;
+struct cm_globals cmg = {
+	.lock = __SPIN_LOCK_UNLOCKED(cmg.lock),
+	.dev_lock = __RW_LOCK_UNLOCKED(cmg.dev_lock),
+	.devices = LIST_HEAD_INIT(cmg.devices),
+	.tw_list = LIST_HEAD_INIT(cmg.tw_list),
+	.ids = XARRAY_INIT(cmg.ids, XA_FLAGS_ALLOC),
+	.listen_tree = RB_ROOT,
+	.rid_tree = RB_ROOT,
+	.rqpn_tree = RB_ROOT,
+	.sidr_tree = RB_ROOT,
+};
 
-static const char * const cm_rej_text[] = {
-	[IB_CM_REJ_NO_QP] = "no QP available",
-	[IB_CM_REJ_NO_EEC] = "no EEC available",
-	[IB_CM_REJ_NO_RESOURCES] = "out of resources",
-	[IB_CM_REJ_TIMEOUT] = "timed out",
-	[IB_CM_REJ_UNSUPPORTED] = "request not supported",
-	[IB_CM_REJ_INVALID_COMM_ID] = "invalid communication ID",
-	[IB_CM_REJ_INVALID_COMM_INSTANCE] = "invalid communication instance",
-	[IB_CM_REJ_INVALID_SERVICE_ID] = "no listener for service ID",
-	[IB_CM_REJ_INVALID_TRANSPORT_TYPE] = "invalid transport type",
-	[IB_CM_REJ_STALE_CONN] = "stale connection",
-	[IB_CM_REJ_RDC_NOT_EXIST] = "RDC does not exist",
-	[IB_CM_REJ_INVALID_GID] = "invalid GID",
-	[IB_CM_REJ_INVALID_LID] = "invalid LID",
-	[IB_CM_REJ_INVALID_SL] = "invalid SL",
-	[IB_CM_REJ_INVALID_TRAFFIC_CLASS] = "invalid traffic class",
-	[IB_CM_REJ_INVALID_HOP_LIMIT] = "invalid hop limit",
-	[IB_CM_REJ_INVALID_PACKET_RATE] = "invalid packet rate",
-	[IB_CM_REJ_INVALID_ALT_GID] = "invalid alternate GID",
-	[IB_CM_REJ_INVALID_ALT_LID] = "invalid alternate LID",
-	[IB_CM_REJ_INVALID_ALT_SL] = "invalid alternate SL",
-	[IB_CM_REJ_INVALID_ALT_TRAFFIC_CLASS] = "invalid alternate traffic class",
-	[IB_CM_REJ_INVALID_ALT_HOP_LIMIT] = "invalid alternate hop limit",
-	[IB_CM_REJ_INVALID_ALT_PACKET_RATE] = "invalid alternate packet rate",
-	[IB_CM_REJ_PORT_CM_REDIRECT] = "CM redirected to another port",
-	[IB_CM_REJ_PORT_REDIRECT] = "redirected to another port",
-	[IB_CM_REJ_INVALID_MTU] = "invalid path MTU",
-	[IB_CM_REJ_INSUFFICIENT_RESP_RESOURCES] = "not enough responder resources",
-	[IB_CM_REJ_CONSUMER_DEFINED] = "rejected by consumer",
-	[IB_CM_REJ_INVALID_RNR_RETRY] = "invalid RNR retry count",
-	[IB_CM_REJ_DUPLICATE_LOCAL_COMM_ID] = "duplicate local communication ID",
-	[IB_CM_REJ_INVALID_CLASS_VERSION] = "unsupported class version",
-	[IB_CM_REJ_INVALID_FLOW_LABEL] = "invalid flow label",
-	[IB_CM_REJ_INVALID_ALT_FLOW_LABEL] = "invalid alternate flow label",
-	[IB_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED] = "vendor option not supported",
+/* What each reject reason of IBTA table 112 means, for log messages. */
+static const struct {
+	enum ib_cm_rej_reason reason;
+	const char *text;
+} cm_rej_text[] = {
+	{ IB_CM_REJ_NO_QP, "no QP available" },
+	{ IB_CM_REJ_NO_EEC, "no EEC available" },
+	{ IB_CM_REJ_NO_RESOURCES, "out of resources" },
+	{ IB_CM_REJ_TIMEOUT, "timed out" },
+	{ IB_CM_REJ_UNSUPPORTED, "request not supported" },
+	{ IB_CM_REJ_INVALID_COMM_ID, "invalid communication ID" },
+	{ IB_CM_REJ_INVALID_COMM_INSTANCE, "invalid communication instance" },
+	{ IB_CM_REJ_INVALID_SERVICE_ID, "no listener for service ID" },
+	{ IB_CM_REJ_INVALID_TRANSPORT_TYPE, "invalid transport type" },
+	{ IB_CM_REJ_STALE_CONN, "stale connection" },
+	{ IB_CM_REJ_RDC_NOT_EXIST, "RDC does not exist" },
+	{ IB_CM_REJ_INVALID_GID, "invalid GID" },
+	{ IB_CM_REJ_INVALID_LID, "invalid LID" },
+	{ IB_CM_REJ_INVALID_SL, "invalid SL" },
+	{ IB_CM_REJ_INVALID_TRAFFIC_CLASS, "invalid traffic class" },
+	{ IB_CM_REJ_INVALID_HOP_LIMIT, "invalid hop limit" },
+	{ IB_CM_REJ_INVALID_PACKET_RATE, "invalid packet rate" },
+	{ IB_CM_REJ_INVALID_ALT_GID, "invalid alternate GID" },
+	{ IB_CM_REJ_INVALID_ALT_LID, "invalid alternate LID" },
+	{ IB_CM_REJ_INVALID_ALT_SL, "invalid alternate SL" },
+	{ IB_CM_REJ_INVALID_ALT_TRAFFIC_CLASS,
+	  "invalid alternate traffic class" },
+	{ IB_CM_REJ_INVALID_ALT_HOP_LIMIT, "invalid alternate hop limit" },
+	{ IB_CM_REJ_INVALID_ALT_PACKET_RATE, "invalid alternate packet rate" },
+	{ IB_CM_REJ_PORT_CM_REDIRECT, "CM redirected to another port" },
+	{ IB_CM_REJ_PORT_REDIRECT, "redirected to another port" },
+	{ IB_CM_REJ_INVALID_MTU, "invalid path MTU" },
+	{ IB_CM_REJ_INSUFFICIENT_RESP_RESOURCES,
+	  "not enough responder resources" },
+	{ IB_CM_REJ_CONSUMER_DEFINED, "rejected by consumer" },
+	{ IB_CM_REJ_INVALID_RNR_RETRY, "invalid RNR retry count" },
+	{ IB_CM_REJ_DUPLICATE_LOCAL_COMM_ID,
+	  "duplicate local communication ID" },
+	{ IB_CM_REJ_INVALID_CLASS_VERSION, "unsupported class version" },
+	{ IB_CM_REJ_INVALID_FLOW_LABEL, "invalid flow label" },
+	{ IB_CM_REJ_INVALID_ALT_FLOW_LABEL, "invalid alternate flow label" },
+	{ IB_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED,
+	  "vendor option not supported" },
 };
 
 const char *__attribute_const__ ibcm_reject_msg(int reason)
 {
-	if (reason > 0 && reason < ARRAY_SIZE(cm_rej_text) &&
-	    cm_rej_text[reason])
-		return cm_rej_text[reason];
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(cm_rej_text); i++)
+		if (cm_rej_text[i].reason == reason)
+			return cm_rej_text[i].text;
 	return "unrecognized reason";
 }
 EXPORT_SYMBOL(ibcm_reject_msg);
@@ -356,10 +376,78 @@ static int cm_msg_send(struct ib_mad_send_buf *msg)
 	return ret;
 }
 
-static void cm_msg_send_or_release(struct ib_mad_send_buf *msg)
+/* Post an untracked send; a buffer the MAD layer refused is freed here. */
+static int cm_msg_send_or_release(struct ib_mad_send_buf *msg)
 {
-	if (cm_msg_send(msg))
+	int err = cm_msg_send(msg);
+
+	if (err)
 		cm_msg_release(msg);
+	return err;
+}
+
+/*
+ * The send verbs that take private data from their caller.  Each has a
+ * fixed room for it in its MAD and, for the simple ones, a fixed set of
+ * connection states it may be issued from.
+ */
+enum cm_verb {
+	CM_VERB_REQ,
+	CM_VERB_REP,
+	CM_VERB_RTU,
+	CM_VERB_DREQ,
+	CM_VERB_DREP,
+	CM_VERB_REJ,
+	CM_VERB_MRA,
+	CM_VERB_SIDR_REQ,
+	CM_VERB_SIDR_REP,
+};
+
+#define CM_FROM(st) BIT(IB_CM_##st)
+
+static const struct {
+	u8 room;	/* private data bytes the MAD carries */
+	u32 from;	/* states it starts from; 0: the verb decides */
+} cm_verb_rules[] = {
+	[CM_VERB_REQ] = { IB_CM_REQ_PRIVATE_DATA_SIZE, CM_FROM(IDLE) },
+	[CM_VERB_REP] = { IB_CM_REP_PRIVATE_DATA_SIZE,
+			  CM_FROM(REQ_RCVD) | CM_FROM(MRA_REQ_SENT) },
+	[CM_VERB_RTU] = { IB_CM_RTU_PRIVATE_DATA_SIZE,
+			  CM_FROM(REP_RCVD) | CM_FROM(MRA_REP_SENT) },
+	[CM_VERB_DREQ] = { IB_CM_DREQ_PRIVATE_DATA_SIZE, CM_FROM(ESTABLISHED) },
+	[CM_VERB_DREP] = { IB_CM_DREP_PRIVATE_DATA_SIZE, CM_FROM(DREQ_RCVD) },
+	[CM_VERB_REJ] = { IB_CM_REJ_PRIVATE_DATA_SIZE, 0 },
+	[CM_VERB_MRA] = { IB_CM_MRA_PRIVATE_DATA_SIZE, 0 },
+	[CM_VERB_SIDR_REQ] = { IB_CM_SIDR_REQ_PRIVATE_DATA_SIZE,
+			       CM_FROM(IDLE) },
+	[CM_VERB_SIDR_REP] = { IB_CM_SIDR_REP_PRIVATE_DATA_SIZE,
+			       CM_FROM(SIDR_REQ_RCVD) },
+};
+
+/* 0 if @len bytes at @pdata fit the verb's MAD, else -EINVAL. */
+static int cm_verb_pdata(enum cm_verb verb, const void *pdata, u8 len)
+{
+	if (!pdata || len <= cm_verb_rules[verb].room)
+		return 0;
+	return -EINVAL;
+}
+
+static bool cm_verb_allowed(struct cm_id_private *priv, enum cm_verb verb)
+{
+	lockdep_assert_held(&priv->lock);
+	return cm_verb_rules[verb].from & BIT(priv->id.state);
+}
+
+/*
+ * The common start of a send: the ID must be in one of the verb's states;
+ * then a MAD addressed along the primary path is built for it.
+ */
+static struct ib_mad_send_buf *cm_verb_msg(struct cm_id_private *priv,
+					   enum cm_verb verb)
+{
+	if (!cm_verb_allowed(priv, verb))
+		return ERR_PTR(-EINVAL);
+	return cm_id_msg(priv);
 }
 
 static __be64 cm_new_tid(struct cm_id_private *priv,
@@ -558,17 +646,20 @@ static struct cm_id_private *cm_id_new(struct ib_device *device,
 	if (!priv)
 		return ERR_PTR(-ENOMEM);
 
-	priv->id.device = device;
-	priv->id.cm_handler = handler;
-	priv->id.context = context;
-	priv->id.state = IB_CM_IDLE;
-	priv->id.remote_cm_qpn = 1;
-	spin_lock_init(&priv->lock);
+	/* The creation reference; ib_destroy_cm_id() waits out the rest. */
 	refcount_set(&priv->refs, 1);
 	init_completion(&priv->released);
+	spin_lock_init(&priv->lock);
+	priv->id = (struct ib_cm_id) {
+		.device = device,
+		.cm_handler = handler,
+		.context = context,
+		.state = IB_CM_IDLE,
+		.remote_cm_qpn = 1,
+	};
+	INIT_LIST_HEAD(&priv->events);
 	RB_CLEAR_NODE(&priv->listen_node);
 	RB_CLEAR_NODE(&priv->sidr_node);
-	INIT_LIST_HEAD(&priv->events);
 
 	/* Reserve the index now; the ID becomes visible in cm_id_publish(). */
 	ret = xa_alloc_cyclic(&cmg.ids, &index, NULL, xa_limit_32b,
@@ -589,9 +680,8 @@ static void cm_id_publish(struct cm_id_private *priv)
 struct ib_cm_id *ib_create_cm_id(struct ib_device *device,
 				 ib_cm_handler cm_handler, void *context)
 {
-	struct cm_id_private *priv;
+	struct cm_id_private *priv = cm_id_new(device, cm_handler, context);
 
-	priv = cm_id_new(device, cm_handler, context);
 	if (IS_ERR(priv))
 		return ERR_CAST(priv);
 	cm_id_publish(priv);
@@ -615,6 +705,14 @@ static void *cm_dup_pdata(const void *data, u8 len)
 		return NULL;
 	copy = kmemdup(data, len, GFP_KERNEL);
 	return copy ? copy : ERR_PTR(-ENOMEM);
+}
+
+/* Check the caller's private data against the verb, then copy it. */
+static void *cm_verb_copy_pdata(enum cm_verb verb, const void *data, u8 len)
+{
+	int err = cm_verb_pdata(verb, data, len);
+
+	return err ? ERR_PTR(err) : cm_dup_pdata(data, len);
 }
 
 /* Forget the remote side without TimeWait (the connection never existed). */
@@ -658,6 +756,16 @@ static int cm_send_drep_locked(struct cm_id_private *priv, void *pdata,
 			       u8 pdata_len);
 static int cm_send_sidr_rep_locked(struct cm_id_private *priv,
 				   struct ib_cm_sidr_rep_param *param);
+
+/* Take a served SIDR request out of the duplicate-detection tree. */
+static void cm_sidr_unlink(struct cm_id_private *priv)
+{
+	lockdep_assert_held(&cmg.lock);
+	if (RB_EMPTY_NODE(&priv->sidr_node))
+		return;
+	rb_erase(&priv->sidr_node, &cmg.sidr_tree);
+	RB_CLEAR_NODE(&priv->sidr_node);
+}
 
 /*
  * One step of leaving the current state, telling the peer what IBTA asks
@@ -755,10 +863,7 @@ static void cm_destroy(struct cm_id_private *priv, int err)
 		tw = priv->tw;
 		priv->tw = NULL;
 	}
-	if (!RB_EMPTY_NODE(&priv->sidr_node)) {
-		rb_erase(&priv->sidr_node, &cmg.sidr_tree);
-		RB_CLEAR_NODE(&priv->sidr_node);
-	}
+	cm_sidr_unlink(priv);
 	spin_unlock(&cmg.lock);
 	spin_unlock_irq(&priv->lock);
 	cm_tw_free(tw);
@@ -796,29 +901,20 @@ EXPORT_SYMBOL(ib_destroy_cm_id);
 /* ------------------------------------------------------------------ */
 /* Listening                                                           */
 
-int ib_cm_listen(struct ib_cm_id *cm_id, __be64 service_id)
+/* Give the ID its service ID and a place in the listen tree. */
+static int cm_listen_claim(struct cm_id_private *priv, __be64 service_id)
 {
-	struct cm_id_private *priv = to_priv(cm_id);
-	unsigned long flags;
-	int ret;
+	int err;
 
-	spin_lock_irqsave(&priv->lock, flags);
-	ret = -EINVAL;
-	if (cm_id->state != IB_CM_IDLE)
-		goto out;
-	ret = cm_pick_service_id(priv, service_id);
-	if (ret)
-		goto out;
-	if (cm_listen_insert(priv, NULL) != priv) {
-		ret = -EBUSY;
-		goto out;
-	}
-	cm_id->state = IB_CM_LISTEN;
-out:
-	spin_unlock_irqrestore(&priv->lock, flags);
-	return ret;
+	lockdep_assert_held(&priv->lock);
+	if (priv->id.state != IB_CM_IDLE)
+		return -EINVAL;
+	err = cm_pick_service_id(priv, service_id);
+	if (err)
+		return err;
+	/* Someone else already listens on this exact service ID. */
+	return cm_listen_insert(priv, NULL) == priv ? 0 : -EBUSY;
 }
-EXPORT_SYMBOL(ib_cm_listen);
 
 struct ib_cm_id *ib_cm_insert_listen(struct ib_device *device,
 				     ib_cm_handler cm_handler,
@@ -852,6 +948,21 @@ fail:
 	return ERR_PTR(ret);
 }
 EXPORT_SYMBOL(ib_cm_insert_listen);
+
+int ib_cm_listen(struct ib_cm_id *cm_id, __be64 service_id)
+{
+	struct cm_id_private *priv = to_priv(cm_id);
+	int ret;
+	unsigned long flags;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	ret = cm_listen_claim(priv, service_id);
+	if (!ret)
+		cm_id->state = IB_CM_LISTEN;
+	spin_unlock_irqrestore(&priv->lock, flags);
+	return ret;
+}
+EXPORT_SYMBOL(ib_cm_listen);
 
 /* ------------------------------------------------------------------ */
 /* REQ                                                                 */
@@ -895,8 +1006,8 @@ static int cm_check_req_param(struct ib_cm_req_param *param)
 	default:
 		return -EINVAL;
 	}
-	if (param->private_data &&
-	    param->private_data_len > IB_CM_REQ_PRIVATE_DATA_SIZE)
+	if (cm_verb_pdata(CM_VERB_REQ, param->private_data,
+			  param->private_data_len))
 		return -EINVAL;
 	if (alt && (alt->pkey != pri->pkey || alt->mtu != pri->mtu))
 		return -EINVAL;
@@ -932,7 +1043,7 @@ int ib_send_cm_req(struct ib_cm_id *cm_id, struct ib_cm_req_param *param)
 	}
 
 	spin_lock_irqsave(&priv->lock, flags);
-	if (cm_id->state != IB_CM_IDLE || priv->tw) {
+	if (!cm_verb_allowed(priv, CM_VERB_REQ) || priv->tw) {
 		spin_unlock_irqrestore(&priv->lock, flags);
 		ret = -EINVAL;
 		goto drop_drafts;
@@ -1398,65 +1509,74 @@ free_job:
 /* ------------------------------------------------------------------ */
 /* REP / RTU                                                           */
 
+/* An XRC target has no QP of its own: its number travels as the EECN. */
+static void cm_rep_qp_fields(const struct ib_cm_rep_param *param,
+			     bool xrc_tgt, struct cmc_rep *f)
+{
+	if (xrc_tgt) {
+		f->local_eecn = param->qp_num;
+		f->srq = 1;
+		return;
+	}
+	f->local_qpn = param->qp_num;
+	f->srq = param->srq;
+	f->init_depth = param->initiator_depth;
+	f->flow_ctrl = param->flow_control;
+}
+
+/* Remember what the REP promised; the QP attributes are built from it. */
+static void cm_rep_commit(struct cm_id_private *priv,
+			  const struct ib_cm_rep_param *param)
+{
+	u32 qpn = param->qp_num;
+
+	WARN_ONCE(qpn & 0xff000000, "QPN 0x%x is wider than 24 bits\n", qpn);
+	priv->local_qpn = cpu_to_be32(qpn & 0xffffff);
+	priv->rq_psn = cpu_to_be32(param->starting_psn & 0xffffff);
+	priv->responder_resources = param->responder_resources;
+	priv->initiator_depth = param->initiator_depth;
+	priv->id.state = IB_CM_REP_SENT;
+}
+
 int ib_send_cm_rep(struct ib_cm_id *cm_id, struct ib_cm_rep_param *param)
 {
 	struct cm_id_private *priv = to_priv(cm_id);
 	struct ib_mad_send_buf *msg;
-	struct cmc_rep f = {};
+	struct cmc_rep f = {
+		.starting_psn = param->starting_psn,
+		.resp_resources = param->responder_resources,
+		.failover = param->failover_accepted,
+		.rnr_retry = param->rnr_retry_count,
+		.vendor_id = param->ece.vendor_id,
+		.pdata = param->private_data,
+		.pdata_len = param->private_data_len,
+	};
 	unsigned long flags;
 	int ret;
 
-	if (param->private_data &&
-	    param->private_data_len > IB_CM_REP_PRIVATE_DATA_SIZE)
-		return -EINVAL;
+	ret = cm_verb_pdata(CM_VERB_REP, param->private_data,
+			    param->private_data_len);
+	if (ret)
+		return ret;
 
 	spin_lock_irqsave(&priv->lock, flags);
-	if (cm_id->state != IB_CM_REQ_RCVD &&
-	    cm_id->state != IB_CM_MRA_REQ_SENT) {
-		ret = -EINVAL;
-		goto out;
+	msg = cm_verb_msg(priv, CM_VERB_REP);
+	ret = PTR_ERR_OR_ZERO(msg);
+	if (!ret) {
+		f.local_comm_id = be32_to_cpu(cm_id->local_id);
+		f.remote_comm_id = be32_to_cpu(cm_id->remote_id);
+		f.local_ca_guid = be64_to_cpu(cm_id->device->node_guid);
+		f.target_ack_delay =
+			cm_av_port(priv, &priv->av)->dev->ack_delay;
+		cm_rep_qp_fields(param, priv->qp_type == IB_QPT_XRC_TGT, &f);
+		cmc_put_hdr(msg->mad, CM_REP_ATTR_ID, priv->tid,
+			    param->ece.attr_mod);
+		cmc_put_rep(msg->mad, &f);
+		trace_icm_send_rep(cm_id);
+		ret = cm_send_tracked(priv, msg, IB_CM_REP_SENT);
 	}
-	msg = cm_id_msg(priv);
-	if (IS_ERR(msg)) {
-		ret = PTR_ERR(msg);
-		goto out;
-	}
-
-	f.local_comm_id = be32_to_cpu(cm_id->local_id);
-	f.remote_comm_id = be32_to_cpu(cm_id->remote_id);
-	f.starting_psn = param->starting_psn;
-	f.resp_resources = param->responder_resources;
-	f.target_ack_delay = cm_av_port(priv, &priv->av)->dev->ack_delay;
-	f.failover = param->failover_accepted;
-	f.rnr_retry = param->rnr_retry_count;
-	f.local_ca_guid = be64_to_cpu(cm_id->device->node_guid);
-	f.vendor_id = param->ece.vendor_id;
-	if (priv->qp_type == IB_QPT_XRC_TGT) {
-		f.srq = 1;
-		f.local_eecn = param->qp_num;
-	} else {
-		f.init_depth = param->initiator_depth;
-		f.flow_ctrl = param->flow_control;
-		f.srq = param->srq;
-		f.local_qpn = param->qp_num;
-	}
-	f.pdata = param->private_data;
-	f.pdata_len = param->private_data_len;
-	cmc_put_hdr(msg->mad, CM_REP_ATTR_ID, priv->tid, param->ece.attr_mod);
-	cmc_put_rep(msg->mad, &f);
-
-	trace_icm_send_rep(cm_id);
-	ret = cm_send_tracked(priv, msg, IB_CM_REP_SENT);
-	if (ret)
-		goto out;
-	cm_id->state = IB_CM_REP_SENT;
-	priv->initiator_depth = param->initiator_depth;
-	priv->responder_resources = param->responder_resources;
-	priv->rq_psn = cpu_to_be32(param->starting_psn & 0xffffff);
-	WARN_ONCE(param->qp_num & 0xff000000, "QPN 0x%x is wider than 24 bits\n",
-		  param->qp_num);
-	priv->local_qpn = cpu_to_be32(param->qp_num & 0xffffff);
-out:
+	if (!ret)
+		cm_rep_commit(priv, param);
 	spin_unlock_irqrestore(&priv->lock, flags);
 	return ret;
 }
@@ -1485,35 +1605,23 @@ int ib_send_cm_rtu(struct ib_cm_id *cm_id, const void *private_data,
 	void *copy;
 	int ret;
 
-	if (private_data && private_data_len > IB_CM_RTU_PRIVATE_DATA_SIZE)
-		return -EINVAL;
-	copy = cm_dup_pdata(private_data, private_data_len);
+	copy = cm_verb_copy_pdata(CM_VERB_RTU, private_data, private_data_len);
 	if (IS_ERR(copy))
 		return PTR_ERR(copy);
 
 	spin_lock_irqsave(&priv->lock, flags);
-	if (cm_id->state != IB_CM_REP_RCVD &&
-	    cm_id->state != IB_CM_MRA_REP_SENT) {
-		ret = -EINVAL;
-		goto fail;
+	msg = cm_verb_msg(priv, CM_VERB_RTU);
+	ret = PTR_ERR_OR_ZERO(msg);
+	if (!ret) {
+		cm_put_rtu_for(priv, msg->mad, private_data, private_data_len);
+		trace_icm_send_rtu(cm_id);
+		ret = cm_msg_send_or_release(msg);
 	}
-	msg = cm_id_msg(priv);
-	if (IS_ERR(msg)) {
-		ret = PTR_ERR(msg);
-		goto fail;
+	if (!ret) {
+		cm_id->state = IB_CM_ESTABLISHED;
+		cm_keep_pdata(priv, copy, private_data_len);
+		copy = NULL;
 	}
-	cm_put_rtu_for(priv, msg->mad, private_data, private_data_len);
-	trace_icm_send_rtu(cm_id);
-	ret = cm_msg_send(msg);
-	if (ret) {
-		cm_msg_release(msg);
-		goto fail;
-	}
-	cm_id->state = IB_CM_ESTABLISHED;
-	cm_keep_pdata(priv, copy, private_data_len);
-	spin_unlock_irqrestore(&priv->lock, flags);
-	return 0;
-fail:
 	spin_unlock_irqrestore(&priv->lock, flags);
 	kfree(copy);
 	return ret;
@@ -1684,53 +1792,61 @@ free_job:
 /* ------------------------------------------------------------------ */
 /* DREQ / DREP                                                         */
 
+/* A LAP of ours still waits for its APR. */
+static bool cm_lap_pending(struct cm_id_private *priv)
+{
+	enum ib_cm_lap_state ls = priv->id.lap_state;
+
+	return ls == IB_CM_LAP_SENT || ls == IB_CM_MRA_LAP_RCVD;
+}
+
+/* Whatever happens to the DREQ, the connection goes to TimeWait. */
 static int cm_send_dreq_locked(struct cm_id_private *priv,
 			       const void *pdata, u8 pdata_len)
 {
 	struct ib_mad_send_buf *msg;
-	struct cmc_dreq f = {};
+	struct cmc_dreq f = {
+		.pdata = pdata,
+		.pdata_len = pdata_len,
+	};
 	int ret;
 
 	lockdep_assert_held(&priv->lock);
-	if (pdata && pdata_len > IB_CM_DREQ_PRIVATE_DATA_SIZE)
-		return -EINVAL;
-	if (priv->id.state != IB_CM_ESTABLISHED) {
+	ret = cm_verb_pdata(CM_VERB_DREQ, pdata, pdata_len);
+	if (ret)
+		return ret;
+	if (!cm_verb_allowed(priv, CM_VERB_DREQ)) {
 		trace_icm_dreq_skipped(&priv->id);
 		return -EINVAL;
 	}
-	if (priv->id.lap_state == IB_CM_LAP_SENT ||
-	    priv->id.lap_state == IB_CM_MRA_LAP_RCVD)
+	if (cm_lap_pending(priv))
 		cm_cancel_msg(priv);
 
 	msg = cm_id_msg(priv);
-	if (IS_ERR(msg)) {
-		cm_enter_timewait(priv);
-		return PTR_ERR(msg);
+	ret = PTR_ERR_OR_ZERO(msg);
+	if (!ret) {
+		f.local_comm_id = be32_to_cpu(priv->id.local_id);
+		f.remote_comm_id = be32_to_cpu(priv->id.remote_id);
+		f.remote_qpn = be32_to_cpu(priv->remote_qpn);
+		cmc_put_hdr(msg->mad, CM_DREQ_ATTR_ID, cm_new_tid(priv, msg),
+			    0);
+		cmc_put_dreq(msg->mad, &f);
+		trace_icm_send_dreq(&priv->id);
+		ret = cm_send_tracked(priv, msg, IB_CM_DREQ_SENT);
 	}
-	f.local_comm_id = be32_to_cpu(priv->id.local_id);
-	f.remote_comm_id = be32_to_cpu(priv->id.remote_id);
-	f.remote_qpn = be32_to_cpu(priv->remote_qpn);
-	f.pdata = pdata;
-	f.pdata_len = pdata_len;
-	cmc_put_hdr(msg->mad, CM_DREQ_ATTR_ID, cm_new_tid(priv, msg), 0);
-	cmc_put_dreq(msg->mad, &f);
-
-	trace_icm_send_dreq(&priv->id);
-	ret = cm_send_tracked(priv, msg, IB_CM_DREQ_SENT);
-	if (ret) {
+	if (ret)
 		cm_enter_timewait(priv);
-		return ret;
-	}
-	priv->id.state = IB_CM_DREQ_SENT;
-	return 0;
+	else
+		priv->id.state = IB_CM_DREQ_SENT;
+	return ret;
 }
 
 int ib_send_cm_dreq(struct ib_cm_id *cm_id, const void *private_data,
 		    u8 private_data_len)
 {
 	struct cm_id_private *priv = to_priv(cm_id);
-	unsigned long flags;
 	int ret;
+	unsigned long flags;
 
 	spin_lock_irqsave(&priv->lock, flags);
 	ret = cm_send_dreq_locked(priv, private_data, private_data_len);
@@ -1761,26 +1877,23 @@ static int cm_send_drep_locked(struct cm_id_private *priv, void *pdata,
 	int ret;
 
 	lockdep_assert_held(&priv->lock);
-	if (pdata && pdata_len > IB_CM_DREP_PRIVATE_DATA_SIZE) {
+	ret = cm_verb_pdata(CM_VERB_DREP, pdata, pdata_len);
+	if (!ret && !cm_verb_allowed(priv, CM_VERB_DREP))
+		ret = -EINVAL;
+	if (ret) {
 		kfree(pdata);
-		return -EINVAL;
+		return ret;
 	}
-	if (priv->id.state != IB_CM_DREQ_RCVD) {
-		kfree(pdata);
-		return -EINVAL;
-	}
+
+	/* TimeWait starts now; the DREP itself is not retried. */
 	cm_keep_pdata(priv, pdata, pdata_len);
 	cm_enter_timewait(priv);
-
 	msg = cm_id_msg(priv);
 	if (IS_ERR(msg))
 		return PTR_ERR(msg);
 	cm_put_drep_for(priv, msg->mad, priv->pdata, priv->pdata_len);
 	trace_icm_send_drep(&priv->id);
-	ret = cm_msg_send(msg);
-	if (ret)
-		cm_msg_release(msg);
-	return ret;
+	return cm_msg_send_or_release(msg);
 }
 
 int ib_send_cm_drep(struct ib_cm_id *cm_id, const void *private_data,
@@ -1791,14 +1904,14 @@ int ib_send_cm_drep(struct ib_cm_id *cm_id, const void *private_data,
 	void *copy;
 	int ret;
 
-	if (private_data && private_data_len > IB_CM_DREP_PRIVATE_DATA_SIZE)
-		return -EINVAL;
-	copy = cm_dup_pdata(private_data, private_data_len);
-	if (IS_ERR(copy))
-		return PTR_ERR(copy);
-	spin_lock_irqsave(&priv->lock, flags);
-	ret = cm_send_drep_locked(priv, copy, private_data_len);
-	spin_unlock_irqrestore(&priv->lock, flags);
+	copy = cm_verb_copy_pdata(CM_VERB_DREP, private_data,
+				  private_data_len);
+	ret = PTR_ERR_OR_ZERO(copy);
+	if (!ret) {
+		spin_lock_irqsave(&priv->lock, flags);
+		ret = cm_send_drep_locked(priv, copy, private_data_len);
+		spin_unlock_irqrestore(&priv->lock, flags);
+	}
 	return ret;
 }
 EXPORT_SYMBOL(ib_send_cm_drep);
@@ -1944,9 +2057,11 @@ static int cm_send_rej_locked(struct cm_id_private *priv,
 	int ret;
 
 	lockdep_assert_held(&priv->lock);
-	if ((pdata && pdata_len > IB_CM_REJ_PRIVATE_DATA_SIZE) ||
-	    (ari && ari_len > IB_CM_REJ_ARI_LENGTH))
+	if (ari && ari_len > IB_CM_REJ_ARI_LENGTH)
 		return -EINVAL;
+	ret = cm_verb_pdata(CM_VERB_REJ, pdata, pdata_len);
+	if (ret)
+		return ret;
 
 	/*
 	 * Once our REP is out the peer may already use the QP: go through
@@ -1965,10 +2080,7 @@ static int cm_send_rej_locked(struct cm_id_private *priv,
 	cm_put_rej_for(priv, msg->mad, state, reason, ari, ari_len, pdata,
 		       pdata_len);
 	trace_icm_send_rej(&priv->id, reason);
-	ret = cm_msg_send(msg);
-	if (ret)
-		cm_msg_release(msg);
-	return ret;
+	return cm_msg_send_or_release(msg);
 }
 
 int ib_send_cm_rej(struct ib_cm_id *cm_id, enum ib_cm_rej_reason reason,
@@ -2085,65 +2197,70 @@ free_job:
 /* ------------------------------------------------------------------ */
 /* MRA                                                                 */
 
+/*
+ * Which received message an MRA acknowledges in the ID's present state, and
+ * the states it leaves behind; -EINVAL when there is nothing to delay.
+ */
+static int cm_mra_plan(struct cm_id_private *priv, enum ib_cm_state *st,
+		       enum ib_cm_lap_state *lap)
+{
+	lockdep_assert_held(&priv->lock);
+	*st = priv->id.state;
+	*lap = priv->id.lap_state;
+	switch (*st) {
+	case IB_CM_REQ_RCVD:
+		*st = IB_CM_MRA_REQ_SENT;
+		return CMC_MSG_REQ;
+	case IB_CM_REP_RCVD:
+		*st = IB_CM_MRA_REP_SENT;
+		return CMC_MSG_REP;
+	case IB_CM_ESTABLISHED:
+		if (*lap != IB_CM_LAP_RCVD)
+			break;
+		*lap = IB_CM_MRA_LAP_SENT;
+		return CMC_MSG_OTHER;
+	default:
+		break;
+	}
+	return -EINVAL;
+}
+
 int ib_send_cm_mra(struct ib_cm_id *cm_id, u8 service_timeout,
 		   const void *private_data, u8 private_data_len)
 {
 	struct cm_id_private *priv = to_priv(cm_id);
 	enum ib_cm_lap_state lap_state;
 	struct ib_mad_send_buf *msg;
-	enum cmc_msg_kind what;
 	enum ib_cm_state state;
 	unsigned long flags;
 	void *copy;
-	int ret;
+	int what, ret;
 
-	if (private_data && private_data_len > IB_CM_MRA_PRIVATE_DATA_SIZE)
-		return -EINVAL;
-	copy = cm_dup_pdata(private_data, private_data_len);
+	copy = cm_verb_copy_pdata(CM_VERB_MRA, private_data, private_data_len);
 	if (IS_ERR(copy))
 		return PTR_ERR(copy);
 
 	spin_lock_irqsave(&priv->lock, flags);
-	state = cm_id->state;
-	lap_state = cm_id->lap_state;
-	if (state == IB_CM_REQ_RCVD) {
-		state = IB_CM_MRA_REQ_SENT;
-		what = CMC_MSG_REQ;
-	} else if (state == IB_CM_REP_RCVD) {
-		state = IB_CM_MRA_REP_SENT;
-		what = CMC_MSG_REP;
-	} else if (state == IB_CM_ESTABLISHED &&
-		   lap_state == IB_CM_LAP_RCVD) {
-		lap_state = IB_CM_MRA_LAP_SENT;
-		what = CMC_MSG_OTHER;
-	} else {
-		ret = -EINVAL;
-		goto fail;
-	}
-
+	what = cm_mra_plan(priv, &state, &lap_state);
+	ret = min(what, 0);
 	/* With the delay flag the MRA only goes out for a duplicate. */
-	if (!(service_timeout & IB_CM_MRA_FLAG_DELAY)) {
+	if (!ret && !(service_timeout & IB_CM_MRA_FLAG_DELAY)) {
 		msg = cm_id_msg(priv);
-		if (IS_ERR(msg)) {
-			ret = PTR_ERR(msg);
-			goto fail;
-		}
-		cm_put_mra_for(priv, msg->mad, what, service_timeout,
-			       private_data, private_data_len);
-		trace_icm_send_mra(cm_id);
-		ret = cm_msg_send(msg);
-		if (ret) {
-			cm_msg_release(msg);
-			goto fail;
+		ret = PTR_ERR_OR_ZERO(msg);
+		if (!ret) {
+			cm_put_mra_for(priv, msg->mad, what, service_timeout,
+				       private_data, private_data_len);
+			trace_icm_send_mra(cm_id);
+			ret = cm_msg_send_or_release(msg);
 		}
 	}
-	cm_id->state = state;
-	cm_id->lap_state = lap_state;
-	priv->service_timeout = service_timeout;
-	cm_keep_pdata(priv, copy, private_data_len);
-	spin_unlock_irqrestore(&priv->lock, flags);
-	return 0;
-fail:
+	if (!ret) {
+		cm_id->state = state;
+		cm_id->lap_state = lap_state;
+		priv->service_timeout = service_timeout;
+		cm_keep_pdata(priv, copy, private_data_len);
+		copy = NULL;
+	}
 	spin_unlock_irqrestore(&priv->lock, flags);
 	kfree(copy);
 	return ret;
@@ -2228,6 +2345,7 @@ static void cm_lap_rcvd(struct cm_job *job)
 	struct sa_path_rec *p = &job->path[0];
 	struct ib_mad_send_buf *msg;
 	struct cm_id_private *priv;
+	enum ib_cm_lap_state lap;
 	struct cmc_lap r;
 
 	if (rdma_protocol_roce(job->port->dev->ibdev, job->port->num))
@@ -2269,12 +2387,12 @@ static void cm_lap_rcvd(struct cm_job *job)
 	spin_lock_irq(&priv->lock);
 	if (priv->id.state != IB_CM_ESTABLISHED)
 		goto unlock;
-	switch (priv->id.lap_state) {
-	case IB_CM_LAP_UNINIT:
-	case IB_CM_LAP_IDLE:
-		break;
-	case IB_CM_MRA_LAP_SENT:
+	lap = priv->id.lap_state;
+	if (lap == IB_CM_LAP_RCVD || lap == IB_CM_MRA_LAP_SENT) {
+		/* A repeat of the LAP the consumer is working on. */
 		cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_LAP_ATTR_ID, 1);
+		if (lap == IB_CM_LAP_RCVD)
+			goto unlock;
 		spin_unlock_irq(&priv->lock);
 		cm_draft_release(&wcd);
 		cm_draft_release(&ad);
@@ -2288,12 +2406,9 @@ static void cm_lap_rcvd(struct cm_job *job)
 		spin_unlock_irq(&priv->lock);
 		cm_msg_send_or_release(msg);
 		goto put;
-	case IB_CM_LAP_RCVD:
-		cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_LAP_ATTR_ID, 1);
-		goto unlock;
-	default:
-		goto unlock;
 	}
+	if (lap != IB_CM_LAP_UNINIT && lap != IB_CM_LAP_IDLE)
+		goto unlock;
 	cm_av_publish(priv, &priv->av, &wcd);
 	cm_av_publish(priv, &priv->alt_av, &ad);
 	priv->id.lap_state = IB_CM_LAP_RCVD;
@@ -2363,16 +2478,18 @@ int ib_send_cm_sidr_req(struct ib_cm_id *cm_id,
 	unsigned long flags;
 	int ret;
 
-	if (!param->path || (param->private_data &&
-			     param->private_data_len >
-			     IB_CM_SIDR_REQ_PRIVATE_DATA_SIZE))
+	if (!param->path)
 		return -EINVAL;
+	ret = cm_verb_pdata(CM_VERB_SIDR_REQ, param->private_data,
+			    param->private_data_len);
+	if (ret)
+		return ret;
 	ret = cm_draft_from_path(param->path, param->sgid_attr, &d);
 	if (ret)
 		return ret;
 
 	spin_lock_irqsave(&priv->lock, flags);
-	if (cm_id->state != IB_CM_IDLE) {
+	if (!cm_verb_allowed(priv, CM_VERB_SIDR_REQ)) {
 		spin_unlock_irqrestore(&priv->lock, flags);
 		cm_draft_release(&d);
 		return -EINVAL;
@@ -2438,46 +2555,44 @@ static bool cm_sidr_insert(struct cm_id_private *priv)
 static int cm_send_sidr_rep_locked(struct cm_id_private *priv,
 				   struct ib_cm_sidr_rep_param *param)
 {
-	struct cmc_sidr_rep f = {};
 	struct ib_mad_send_buf *msg;
+	struct cmc_sidr_rep f = {
+		.status = param->status,
+		.qpn = param->qp_num,
+		.qkey = param->qkey,
+		.vendor_id = param->ece.vendor_id,
+		.info = param->info,
+		.info_len = param->info_length,
+		.pdata = param->private_data,
+		.pdata_len = param->private_data_len,
+	};
 	int ret;
 
 	lockdep_assert_held(&priv->lock);
-	if ((param->info && param->info_length > IB_CM_SIDR_REP_INFO_LENGTH) ||
-	    (param->private_data &&
-	     param->private_data_len > IB_CM_SIDR_REP_PRIVATE_DATA_SIZE))
+	if (param->info && param->info_length > IB_CM_SIDR_REP_INFO_LENGTH)
 		return -EINVAL;
-	if (priv->id.state != IB_CM_SIDR_REQ_RCVD)
-		return -EINVAL;
-
-	msg = cm_id_msg(priv);
+	ret = cm_verb_pdata(CM_VERB_SIDR_REP, param->private_data,
+			    param->private_data_len);
+	if (ret)
+		return ret;
+	msg = cm_verb_msg(priv, CM_VERB_SIDR_REP);
 	if (IS_ERR(msg))
 		return PTR_ERR(msg);
+
 	f.request_id = be32_to_cpu(priv->id.remote_id);
-	f.status = param->status;
-	f.qpn = param->qp_num;
 	f.service_id = be64_to_cpu(priv->id.service_id);
-	f.qkey = param->qkey;
-	f.vendor_id = param->ece.vendor_id;
-	f.info = param->info;
-	f.info_len = param->info_length;
-	f.pdata = param->private_data;
-	f.pdata_len = param->private_data_len;
 	cmc_put_hdr(msg->mad, CM_SIDR_REP_ATTR_ID, priv->tid,
 		    param->ece.attr_mod);
 	cmc_put_sidr_rep(msg->mad, &f);
 	trace_icm_send_sidr_rep(&priv->id);
-	ret = cm_msg_send(msg);
-	if (ret) {
-		cm_msg_release(msg);
+	ret = cm_msg_send_or_release(msg);
+	if (ret)
 		return ret;
-	}
+
+	/* Answered: the request no longer counts as a duplicate. */
 	priv->id.state = IB_CM_IDLE;
 	spin_lock(&cmg.lock);
-	if (!RB_EMPTY_NODE(&priv->sidr_node)) {
-		rb_erase(&priv->sidr_node, &cmg.sidr_tree);
-		RB_CLEAR_NODE(&priv->sidr_node);
-	}
+	cm_sidr_unlink(priv);
 	spin_unlock(&cmg.lock);
 	return 0;
 }
@@ -2486,8 +2601,8 @@ int ib_send_cm_sidr_rep(struct ib_cm_id *cm_id,
 			struct ib_cm_sidr_rep_param *param)
 {
 	struct cm_id_private *priv = to_priv(cm_id);
-	unsigned long flags;
 	int ret;
+	unsigned long flags;
 
 	spin_lock_irqsave(&priv->lock, flags);
 	ret = cm_send_sidr_rep_locked(priv, param);
@@ -3033,15 +3148,7 @@ static int __init ib_cm_init(void)
 {
 	int ret;
 
-	spin_lock_init(&cmg.lock);
-	rwlock_init(&cmg.dev_lock);
-	INIT_LIST_HEAD(&cmg.devices);
-	INIT_LIST_HEAD(&cmg.tw_list);
-	cmg.listen_tree = RB_ROOT;
-	cmg.rid_tree = RB_ROOT;
-	cmg.rqpn_tree = RB_ROOT;
-	cmg.sidr_tree = RB_ROOT;
-	xa_init_flags(&cmg.ids, XA_FLAGS_ALLOC);
+	/* Locks, lists and trees are set up statically with cmg itself. */
 	cmg.id_xor = get_random_u32();
 	cmg.next_sid = be64_to_cpu(IB_CM_ASSIGN_SERVICE_ID);
 	cm_sysfs_init();
@@ -3059,18 +3166,12 @@ static int __init ib_cm_init(void)
 	if (!cmg.id_cache)
 		return -ENOMEM;
 	cmg.wq = alloc_workqueue("ib_cm", 0, 1);
-	if (!cmg.wq) {
-		ret = -ENOMEM;
-		goto free_cache;
-	}
-	ret = cm_client_register();
-	if (ret)
-		goto free_wq;
-	return 0;
+	ret = cmg.wq ? cm_client_register() : -ENOMEM;
+	if (!ret)
+		return 0;
 
-free_wq:
-	destroy_workqueue(cmg.wq);
-free_cache:
+	if (cmg.wq)
+		destroy_workqueue(cmg.wq);
 	kmem_cache_destroy(cmg.id_cache);
 	return ret;
 }

@@ -186,25 +186,26 @@ static int cm_port_setup(struct cm_port *port)
 	return ret;
 }
 
-static int cm_add_one(struct ib_device *ibdev)
+/* Put @dev on cmg.devices, or take it off again. */
+static void cm_dev_list(struct cm_device *dev, bool add)
 {
-	struct cm_device *dev;
-	unsigned int usable = 0;
 	unsigned long flags;
-	u32 i;
-	int ret = 0;
 
-	dev = kzalloc(struct_size(dev, port, ibdev->phys_port_cnt),
-		      GFP_KERNEL);
-	if (!dev)
-		return -ENOMEM;
-	kref_init(&dev->ref);
-	rwlock_init(&dev->agent_lock);
-	INIT_LIST_HEAD(&dev->node);
-	dev->ibdev = ibdev;
-	dev->ack_delay = ibdev->attrs.local_ca_ack_delay;
-	dev->nports = ibdev->phys_port_cnt;
-	ib_set_client_data(ibdev, &cm_ib_client, dev);
+	write_lock_irqsave(&cmg.dev_lock, flags);
+	if (add)
+		list_add_tail(&dev->node, &cmg.devices);
+	else
+		list_del_init(&dev->node);
+	write_unlock_irqrestore(&cmg.dev_lock, flags);
+}
+
+/* Set up every port that runs a CM: how many there are, or an error. */
+static int cm_dev_setup_ports(struct cm_device *dev)
+{
+	struct ib_device *ibdev = dev->ibdev;
+	int usable = 0;
+	int err;
+	u32 i;
 
 	rdma_for_each_port(ibdev, i) {
 		struct cm_port *port = &dev->port[i - 1];
@@ -214,28 +215,44 @@ static int cm_add_one(struct ib_device *ibdev)
 		atomic_set(&port->agent_users, 0);
 		if (!rdma_cap_ib_cm(ibdev, i))
 			continue;
-		ret = cm_port_setup(port);
-		if (ret)
-			goto unwind;
+		err = cm_port_setup(port);
+		if (err)
+			return err;
 		usable++;
 	}
-	if (!usable) {
-		ret = -EOPNOTSUPP;
-		goto unwind;
+	return usable;
+}
+
+static int cm_add_one(struct ib_device *ibdev)
+{
+	u32 i, nports = ibdev->phys_port_cnt;
+	struct cm_device *dev;
+	int ret;
+
+	dev = kzalloc(struct_size(dev, port, nports), GFP_KERNEL);
+	if (!dev)
+		return -ENOMEM;
+	dev->ibdev = ibdev;
+	dev->nports = nports;
+	dev->ack_delay = ibdev->attrs.local_ca_ack_delay;
+	INIT_LIST_HEAD(&dev->node);
+	rwlock_init(&dev->agent_lock);
+	kref_init(&dev->ref);
+	ib_set_client_data(ibdev, &cm_ib_client, dev);
+
+	ret = cm_dev_setup_ports(dev);
+	if (ret > 0) {
+		cm_dev_list(dev, true);
+		return 0;
 	}
 
-	write_lock_irqsave(&cmg.dev_lock, flags);
-	list_add_tail(&dev->node, &cmg.devices);
-	write_unlock_irqrestore(&cmg.dev_lock, flags);
-	return 0;
-
-unwind:
+	/* No port runs a CM, or one failed: undo whatever was set up. */
 	for (i = 0; i < dev->nports; i++) {
 		cm_port_teardown(&dev->port[i]);
 		cm_port_drop_groups(&dev->port[i]);
 	}
 	cm_dev_put(dev);
-	return ret;
+	return ret ?: -EOPNOTSUPP;
 }
 
 static void cm_remove_one(struct ib_device *ibdev, void *client_data)
@@ -244,9 +261,7 @@ static void cm_remove_one(struct ib_device *ibdev, void *client_data)
 	unsigned long flags;
 	u32 i;
 
-	write_lock_irqsave(&cmg.dev_lock, flags);
-	list_del_init(&dev->node);
-	write_unlock_irqrestore(&cmg.dev_lock, flags);
+	cm_dev_list(dev, false);
 
 	/* No new jobs from the receive path or ib_cm_notify() after this. */
 	spin_lock_irqsave(&cmg.lock, flags);

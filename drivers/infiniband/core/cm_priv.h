@@ -74,11 +74,11 @@ struct cm_device {
  * accessors in cm.c.
  */
 struct cm_av {
-	struct cm_port *port;
-	struct rdma_ah_attr ah_attr;
+	u8 timeout;
 	u16 pkey_index;
 	u16 dlid_datapath;
-	u8 timeout;
+	struct rdma_ah_attr ah_attr;
+	struct cm_port *port;
 };
 
 /*
@@ -87,11 +87,11 @@ struct cm_av {
  * both that reference and the AH attributes to a cm_av under the lock.
  */
 struct cm_av_draft {
-	struct cm_port *port;
-	struct rdma_ah_attr ah_attr;
-	u16 pkey_index;
-	u8 timeout;
 	bool valid;
+	u8 timeout;
+	u16 pkey_index;
+	struct rdma_ah_attr ah_attr;
+	struct cm_port *port;
 };
 
 /* TimeWait record; see cm_timewait.c for its ownership rules. */
@@ -126,49 +126,55 @@ struct cm_job {
 struct cm_id_private {
 	struct ib_cm_id id;
 
+	/* Lifetime: the last put completes ->released. */
+	refcount_t refs;
+	struct completion released;
+
 	/*
 	 * Protects id.state, id.lap_state, av, alt_av, msg, tw, events,
 	 * delivering and all negotiated connection parameters below.
 	 * Never taken inside cmg.lock; cmg.lock may be taken inside it.
 	 */
 	spinlock_t lock;
-	refcount_t refs;
-	struct completion released;
 
-	/* Listen tree linkage and share count, protected by cmg.lock. */
+	/* Where the ID sits in the global trees; protected by cmg.lock. */
 	struct rb_node listen_node;
-	int listen_shares;
-	/* SIDR duplicate detection, protected by cmg.lock. */
 	struct rb_node sidr_node;
+	int listen_shares;
 	u32 sidr_slid;
 
+	/* The exchange in flight and the events it produced. */
 	struct ib_mad_send_buf *msg;
+	__be64 tid;
+	int timeout_ms;
+	u8 max_cm_retries;
+	u8 service_timeout;
 	struct cm_tw *tw;
-	struct cm_av av;
-	struct cm_av alt_av;
-
 	struct list_head events;
 	bool delivering;
 
-	void *pdata;
-	u8 pdata_len;
-	__be64 tid;
-	__be32 local_qpn;
-	__be32 remote_qpn;
-	enum ib_qp_type qp_type;
-	__be32 sq_psn;
-	__be32 rq_psn;
-	int timeout_ms;
+	/* Paths to the peer. */
+	struct cm_av av;
+	struct cm_av alt_av;
 	enum ib_mtu path_mtu;
 	__be16 pkey;
-	u8 max_cm_retries;
+	u8 target_ack_delay;
+
+	/* QP attributes agreed with the peer. */
+	enum ib_qp_type qp_type;
+	__be32 local_qpn;
+	__be32 remote_qpn;
+	__be32 sq_psn;
+	__be32 rq_psn;
 	u8 responder_resources;
 	u8 initiator_depth;
 	u8 retry_count;
 	u8 rnr_retry_count;
-	u8 service_timeout;
-	u8 target_ack_delay;
 	struct rdma_ucm_ece ece;
+
+	/* Private data of our last answer, sent again for duplicates. */
+	void *pdata;
+	u8 pdata_len;
 };
 
 struct cm_globals {
