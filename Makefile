@@ -39,7 +39,7 @@ build_dirs = $(foreach d,$(MODDIRS),$(if $(or $(findstring distro:,$(d)),\
 	$(wildcard $(TOP)/$(d)/Kbuild)),$(d)))
 
 .PHONY: all modules deps source check gates vm-test main help clean distclean \
-	patches dkms-deb bench-pvcm mutants replay
+	patches dkms-deb bench-pvcm mutants replay check-debug
 
 all: modules
 
@@ -55,6 +55,7 @@ help:
 	@echo 'make bench-pvcm   benchmark: our PV-CM cache against the distro one'
 	@echo 'make mutants      cm.c mutants the PV-CM test module must kill'
 	@echo 'make replay       replay captured CM traffic through the PV-CM cache'
+	@echo 'make check-debug  the VM suites on a KASAN/lockdep/kmemleak kernel (slow first build)'
 	@echo 'make clean        remove build/<krel>; distclean removes build/'
 	@echo "KDIR=$(KDIR) KREL=$(KREL)"
 
@@ -105,6 +106,11 @@ bench-pvcm: modules
 # Mutants of cm.c that the PV-CM test module must kill.
 mutants: modules
 	@$(TOP)/tools/testing/mutants/run --build $(BUILD) --kdir $(KDIR)
+
+# The same suites on a debug kernel (KASAN, lockdep, kmemleak, fail-nth),
+# built once from linux-source-6.1 and cached in ~/.cache/pvcm-debug-kernel.
+check-debug: deps source
+	@$(TOP)/tools/testing/check-debug
 
 # Replay of captured rping/ucmatose/udaddy CM traffic through the cache.
 replay: modules

@@ -1,0 +1,202 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# build.sh: build (or reuse) the debug kernel of the project's VM rig.
+#
+# The kernel comes from the installed Debian linux-source-6.1 tarball:
+# x86_64_defconfig, then kvm_guest.config and tools/debug-kernel/debug.config
+# merged on top (scripts/kconfig/merge_config.sh), then olddefconfig.  The
+# result is cached outside the git tree, under a key made of the source
+# package version and the SHA-256 of debug.config:
+#
+#   $CACHE/<key>/bzImage        the kernel image
+#   $CACHE/<key>/linux/         the build directory, kept whole, so that
+#                               "make -C $CACHE/<key>/linux M=..." works
+#   $CACHE/<key>/modroot/       modules_install output (lib/modules/<krel>)
+#   $CACHE/<key>/krel           the kernel release
+#   $CACHE/<key>/timings        seconds spent per step
+#   $CACHE/<key>/env            KEY, KDIR, KREL, KERNEL, MODROOT (shell)
+#   $CACHE/<key>/done           written last: the cache entry is complete
+#
+# CACHE defaults to ${XDG_CACHE_HOME:-$HOME/.cache}/pvcm-debug-kernel.  The
+# machine is shared, so the build runs under "nice -n 19".
+#
+#   build.sh [--cache DIR] [--jobs N] [--config-only] [--print-env] [--quiet]
+#
+# --config-only  stop after writing and checking .config
+# --print-env    print the env file of the cache entry on stdout at the end
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+FRAGMENT=$HERE/debug.config
+TARBALL=${LINUX_SOURCE_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
+CACHE=${PVCM_DEBUG_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pvcm-debug-kernel}
+JOBS=2
+CONFIG_ONLY=0
+PRINT_ENV=0
+QUIET=0
+
+usage() {
+	sed -n '/^# build.sh \[/,/^# --print-env/s/^# \{0,1\}//p' "$0"
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--cache) CACHE=$2; shift 2 ;;
+	--jobs) JOBS=$2; shift 2 ;;
+	--config-only) CONFIG_ONLY=1; shift ;;
+	--print-env) PRINT_ENV=1; shift ;;
+	--quiet) QUIET=1; shift ;;
+	-h | --help) usage; exit 0 ;;
+	*) echo "build.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
+	esac
+done
+
+say() {
+	[ "$QUIET" = 1 ] || echo "debug-kernel: $*" >&2
+}
+
+die() {
+	echo "debug-kernel: $*" >&2
+	exit 1
+}
+
+[ -r "$TARBALL" ] || die "no $TARBALL (apt-get install linux-source-6.1)"
+[ -r "$FRAGMENT" ] || die "no $FRAGMENT"
+
+# ------------------------------------------------------------------ key
+srcver=$(dpkg-query -W -f '${Version}' linux-source-6.1 2>/dev/null) ||
+	srcver=$(sha256sum "$TARBALL" | cut -c1-12)
+fragsha=$(sha256sum "$FRAGMENT" | cut -c1-12)
+KEY=linux-source-6.1_${srcver}_${fragsha}
+DIR=$CACHE/$KEY
+KDIR=$DIR/linux
+MODROOT=$DIR/modroot
+
+print_env() {
+	[ "$PRINT_ENV" = 1 ] && cat "$DIR/env"
+	return 0
+}
+
+if [ -e "$DIR/done" ]; then
+	say "reusing $DIR ($(cat "$DIR/krel"))"
+	print_env
+	exit 0
+fi
+
+mkdir -p "$DIR"
+# One builder per key; a second caller waits and then reuses.
+exec 8> "$DIR.lock"
+if ! flock -n 8; then
+	say "another build of $KEY is running, waiting for it"
+	flock 8
+fi
+if [ -e "$DIR/done" ]; then
+	say "reusing $DIR ($(cat "$DIR/krel"))"
+	print_env
+	exit 0
+fi
+
+: > "$DIR/timings"
+step_t0=0
+step() {
+	step_t0=$SECONDS
+	say "$*"
+}
+
+step_done() {
+	echo "$1 $((SECONDS - step_t0))" >> "$DIR/timings"
+}
+
+kmake() {
+	nice -n 19 make -C "$KDIR" -j"$JOBS" "$@"
+}
+
+# -------------------------------------------------------------- extract
+if [ ! -e "$KDIR/.extracted" ]; then
+	step "extracting $TARBALL into $KDIR"
+	rm -rf "$KDIR" "$DIR/extract.tmp"
+	mkdir -p "$DIR/extract.tmp"
+	tar -xf "$TARBALL" -C "$DIR/extract.tmp"
+	mv "$DIR/extract.tmp"/linux-source-6.1 "$KDIR"
+	rmdir "$DIR/extract.tmp"
+	touch "$KDIR/.extracted"
+	step_done extract
+fi
+
+# --------------------------------------------------------------- config
+# The kernel release names the key, so that two debug kernels never share
+# a /lib/modules/<krel> or a build/<krel> of the project.
+step "configuring (x86_64_defconfig + kvm_guest.config + debug.config)"
+kmake -s x86_64_defconfig
+(cd "$KDIR" && nice -n 19 scripts/kconfig/merge_config.sh -m -O "$KDIR" \
+	.config kernel/configs/kvm_guest.config "$FRAGMENT" > "$DIR/merge.log")
+"$KDIR/scripts/config" --file "$KDIR/.config" \
+	--set-str LOCALVERSION "-pvcmdbg-${fragsha:0:8}"
+kmake -s olddefconfig
+
+# Every line of the fragment must have survived olddefconfig: a symbol
+# dropped for an unmet dependency would silently weaken the tier.
+bad=0
+while IFS= read -r line; do
+	case $line in
+	CONFIG_*=*)
+		sym=${line%%=*}
+		grep -qxF -- "$line" "$KDIR/.config" || {
+			echo "debug-kernel: wanted $line, got:" \
+				"$(grep -E "^(# )?${sym}[= ]" "$KDIR/.config" || echo unset)" >&2
+			bad=1
+		}
+		;;
+	"# CONFIG_"*" is not set")
+		sym=${line#\# }
+		sym=${sym%% *}
+		if grep -qE "^$sym=" "$KDIR/.config"; then
+			echo "debug-kernel: wanted $sym off, got:" \
+				"$(grep -E "^$sym=" "$KDIR/.config")" >&2
+			bad=1
+		fi
+		;;
+	esac
+done < "$FRAGMENT"
+[ "$bad" = 0 ] || die "the fragment did not apply cleanly ($KDIR/.config)"
+# "make kernelrelease" only sees LOCALVERSION once the build has synced
+# the config; the release is checked against the built one below.
+KREL=$(kmake -s kernelversion)-pvcmdbg-${fragsha:0:8}
+echo "$KREL" > "$DIR/krel"
+step_done config
+say "kernel release $KREL, config checked"
+if [ "$CONFIG_ONLY" = 1 ]; then
+	exit 0
+fi
+
+# ---------------------------------------------------------------- build
+step "building bzImage and modules (nice -n 19 make -j$JOBS), log $DIR/build.log"
+if ! kmake bzImage modules > "$DIR/build.log" 2>&1; then
+	tail -n 30 "$DIR/build.log" >&2
+	die "kernel build failed, see $DIR/build.log"
+fi
+step_done build
+built=$(cat "$KDIR/include/config/kernel.release")
+[ "$built" = "$KREL" ] || die "built release $built, expected $KREL"
+
+step "installing modules into $MODROOT"
+rm -rf "$MODROOT"
+kmake -s INSTALL_MOD_PATH="$MODROOT" modules_install > "$DIR/install.log" 2>&1 ||
+	die "modules_install failed, see $DIR/install.log"
+# The rig's guest sees the host's / and modprobe follows these links; they
+# would point at the build tree, which is not what a guest should load from.
+rm -f "$MODROOT/lib/modules/$KREL/build" "$MODROOT/lib/modules/$KREL/source"
+cp "$KDIR/arch/x86/boot/bzImage" "$DIR/bzImage"
+step_done install
+
+{
+	printf 'KEY=%q\n' "$KEY"
+	printf 'KDIR=%q\n' "$KDIR"
+	printf 'KREL=%q\n' "$KREL"
+	printf 'KERNEL=%q\n' "$DIR/bzImage"
+	printf 'MODROOT=%q\n' "$MODROOT"
+} > "$DIR/env"
+date -u +%FT%TZ > "$DIR/done"
+say "done: $DIR ($KREL); timings: $(tr '\n' ' ' < "$DIR/timings")"
+print_env
