@@ -83,7 +83,7 @@ elif [ -z "$matched" ]; then
 	sed 's/^/mutate:   report: /' "$reports" 2>/dev/null | head -n 10
 else
 	echo "mutate: PASS: the suite failed and reported:"
-	echo "$matched" | sed 's/^/mutate:   /'
+	printf '%s\n' "$matched" | awk '{ print "mutate:   " $0 }'
 	result=0
 fi
 cp "$scratch/check-debug.log" "$scratch.log"
