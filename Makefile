@@ -22,8 +22,8 @@ KREL := $(shell sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' \
 
 SRC_TARBALL ?= $(firstword $(wildcard /usr/src/linux-source-6.1.tar.*))
 SRC := $(TOP)/build/src/linux-source-6.1
-BUILD := $(TOP)/build/$(KREL)
-TREE := $(BUILD)/tree
+BUILD ?= $(TOP)/build/$(KREL)
+TREE = $(BUILD)/tree
 
 # Module directories: "distro:" ones start from the distro's sources.
 MODDIRS := drivers/infiniband/core distro:drivers/infiniband/hw/mlx4
