@@ -20,10 +20,26 @@ for dep in ${KTAP_DEPS:-}; do
 	modprobe "$dep" || echo "# modprobe $dep failed"
 done
 
+# On a kernel with fault injection (the debug tier), let the test modules'
+# fail-nth sweeps reach sleeping allocations too, and keep the injected
+# failures quiet; nothing is injected unless a module arms its own
+# task's fail-nth counter.  The old values come back after the load.
+knobs=()
+for f in /sys/kernel/debug/failslab /sys/kernel/debug/fail_page_alloc; do
+	[ -w "$f/ignore-gfp-wait" ] || continue
+	knobs+=("$f/ignore-gfp-wait=$(cat "$f/ignore-gfp-wait")")
+	knobs+=("$f/verbose=$(cat "$f/verbose")")
+	echo N > "$f/ignore-gfp-wait"
+	echo 0 > "$f/verbose"
+done
+
 echo "# loading $ko"
 dmesg -C
 insmod "$ko"
 rc=$?
+for kv in "${knobs[@]}"; do
+	echo "${kv#*=}" > "${kv%%=*}"
+done
 # The module's own lines, without timestamps: KTAP between its header and
 # its last result line.
 dmesg | sed -e 's/^\[[^]]*\] //' >"$out"

@@ -673,6 +673,82 @@ static void t_fail_nth(void)
 	t_settle();
 }
 
+#ifdef CONFIG_FAULT_INJECTION
+/*
+ * The same sweep with the kernel's own fail-nth (current->fail_nth, the
+ * counter behind /proc/<pid>/fail-nth): every allocation the multiplex
+ * path makes, including the XArray's and the rhashtable's internal ones,
+ * fails in turn until a REQ gets through with nothing injected.  Sleeping
+ * allocations only take part when failslab/fail_page_alloc have
+ * ignore-gfp-wait off (the debug tier's KTAP wrapper sets that).  A step
+ * either fails the REQ and leaves nothing behind, or, when the failed
+ * allocation had a fallback, passes it with a complete entry.
+ */
+static int t_nth_mux(int slave, struct ib_mad *mad, unsigned int nth,
+		     bool *injected)
+{
+	int err;
+
+	current->fail_nth = nth;
+	err = t_mux(slave, mad);
+	*injected = !current->fail_nth;
+	current->fail_nth = 0;
+	return err;
+}
+
+static void t_kernel_fail_nth(void)
+{
+	const int s = 3;
+	unsigned int n, failed = 0;
+	struct ib_mad mad;
+	bool injected;
+	int err, to;
+
+	for (n = 1; n <= 1000; n++) {
+		t_mad(&mad, CM_REQ_ATTR_ID, 0xe000 + n, 0);
+		err = t_nth_mux(s, &mad, n, &injected);
+		if (!injected) {
+			T_EXPECT_EQ(err, 0);
+			T_EXPECT_EQ(t_stats(s).live, 1);
+			break;
+		}
+		if (err) {
+			failed++;
+			T_EXPECT_EQ(t_local(&mad), 0xe000 + n);
+			T_EXPECT_EQ(t_stats(s).live, 0);
+		} else {
+			T_EXPECT_EQ(t_stats(s).live, 1);
+			mlx4_ib_cm_paravirt_clean(t_dev, s);
+			t_settle();
+		}
+	}
+	pr_info("    # %u allocation(s) on the path, %u failed the REQ\n",
+		n - 1, failed);
+	T_EXPECT(n > 1 && n <= 1000);
+	mlx4_ib_cm_paravirt_clean(t_dev, s);
+	t_settle();
+
+	/* an incoming REQ: its route is best effort, delivery is not */
+	for (n = 1; n <= 1000; n++) {
+		t_req_in(&mad, 0xe800 + n, T_PEER_GUID_A, s);
+		current->fail_nth = n;
+		err = t_dmx(&mad, &to);
+		injected = !current->fail_nth;
+		current->fail_nth = 0;
+		T_EXPECT_EQ(err, 0);
+		T_EXPECT_EQ(to, s);
+		if (!injected)
+			break;
+	}
+	T_EXPECT(n <= 1000);
+	mlx4_ib_cm_paravirt_clean(t_dev, s);
+	t_settle();
+	rcu_barrier();
+	T_EXPECT_EQ(atomic_long_read(&pvcm_objects), 0);
+	T_EXPECT(xa_empty(&t_pv->pv_ids));
+}
+#endif
+
 /* counters per slave and per device, and their debugfs home */
 static void t_counters(void)
 {
@@ -837,6 +913,9 @@ static const struct t_case t_cases[] = {
 	{ "rej_timeout_two_peers", t_rej_timeout_route },
 	{ "malformed_dropped_counted", t_malformed },
 	{ "fail_nth_multiplex", t_fail_nth },
+#ifdef CONFIG_FAULT_INJECTION
+	{ "kernel_fail_nth_mux_demux", t_kernel_fail_nth },
+#endif
 	{ "counters_and_debugfs", t_counters },
 	{ "stress_mux_demux_clean", t_stress },
 };
