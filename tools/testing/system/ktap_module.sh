@@ -31,6 +31,7 @@ for f in /sys/kernel/debug/failslab /sys/kernel/debug/fail_page_alloc; do
 	knobs+=("$f/verbose=$(cat "$f/verbose")")
 	echo N > "$f/ignore-gfp-wait"
 	echo 0 > "$f/verbose"
+	echo "# ${f##*/}: fail-nth reaches sleeping allocations during the load"
 done
 
 echo "# loading $ko"
