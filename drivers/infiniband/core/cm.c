@@ -268,6 +268,35 @@ static int cm_draft_from_wc(struct cm_port *port, struct ib_mad_recv_wc *rwc,
 /* Send buffers                                                        */
 
 /*
+ * Put @ah into a new send buffer on @agent, which the caller pinned on
+ * @port.  On failure the AH is destroyed and the pin dropped; @gfp also
+ * says whether that destruction may sleep.
+ */
+static struct ib_mad_send_buf *cm_msg_wrap(struct cm_port *port,
+					   struct ib_mad_agent *agent,
+					   struct ib_ah *ah, u32 rqpn,
+					   u16 pkey_index, gfp_t gfp)
+{
+	struct ib_mad_send_buf *msg;
+
+	if (IS_ERR(ah)) {
+		cm_agent_unpin(port);
+		return ERR_CAST(ah);
+	}
+	msg = ib_create_send_mad(agent, rqpn, pkey_index, 0, IB_MGMT_MAD_HDR,
+				 IB_MGMT_MAD_DATA, gfp, IB_MGMT_BASE_VERSION);
+	if (IS_ERR(msg)) {
+		rdma_destroy_ah(ah, gfpflags_allow_blocking(gfp) ?
+				RDMA_DESTROY_AH_SLEEPABLE : 0);
+		cm_agent_unpin(port);
+		return msg;
+	}
+	msg->ah = ah;
+	msg->context[0] = NULL;
+	return msg;
+}
+
+/*
  * Build a send buffer addressed by the ID's primary AV.  Called with the
  * ID lock held, so only non-sleeping AH creation and GFP_ATOMIC are used.
  * The MAD agent stays pinned until cm_msg_send() or cm_msg_abandon().
@@ -277,29 +306,18 @@ static struct ib_mad_send_buf *cm_id_msg(struct cm_id_private *priv)
 	struct cm_port *port = cm_av_port(priv, &priv->av);
 	struct ib_mad_send_buf *msg;
 	struct ib_mad_agent *agent;
-	struct ib_ah *ah;
 
 	if (!port)
 		return ERR_PTR(-EINVAL);
 	agent = cm_agent_pin(port);
 	if (!agent)
 		return ERR_PTR(-ENODEV);
-
-	ah = rdma_create_ah(agent->qp->pd, &priv->av.ah_attr, 0);
-	if (IS_ERR(ah)) {
-		cm_agent_unpin(port);
-		return ERR_CAST(ah);
-	}
-	msg = ib_create_send_mad(agent, priv->id.remote_cm_qpn,
-				 priv->av.pkey_index, 0, IB_MGMT_MAD_HDR,
-				 IB_MGMT_MAD_DATA, GFP_ATOMIC,
-				 IB_MGMT_BASE_VERSION);
-	if (IS_ERR(msg)) {
-		rdma_destroy_ah(ah, 0);
-		cm_agent_unpin(port);
+	msg = cm_msg_wrap(port, agent,
+			  rdma_create_ah(agent->qp->pd, &priv->av.ah_attr, 0),
+			  priv->id.remote_cm_qpn, priv->av.pkey_index,
+			  GFP_ATOMIC);
+	if (IS_ERR(msg))
 		return msg;
-	}
-	msg->ah = ah;
 	msg->retries = priv->max_cm_retries;
 	refcount_inc(&priv->refs);
 	msg->context[0] = priv;
@@ -314,30 +332,15 @@ static struct ib_mad_send_buf *cm_id_msg(struct cm_id_private *priv)
 static struct ib_mad_send_buf *cm_reply_msg(struct cm_port *port,
 					    struct ib_mad_recv_wc *rwc)
 {
-	struct ib_mad_send_buf *msg;
 	struct ib_mad_agent *agent;
-	struct ib_ah *ah;
 
 	agent = cm_agent_pin(port);
 	if (!agent)
 		return ERR_PTR(-ENODEV);
-	ah = ib_create_ah_from_wc(agent->qp->pd, rwc->wc, rwc->recv_buf.grh,
-				  port->num);
-	if (IS_ERR(ah)) {
-		cm_agent_unpin(port);
-		return ERR_CAST(ah);
-	}
-	msg = ib_create_send_mad(agent, 1, rwc->wc->pkey_index, 0,
-				 IB_MGMT_MAD_HDR, IB_MGMT_MAD_DATA, GFP_KERNEL,
-				 IB_MGMT_BASE_VERSION);
-	if (IS_ERR(msg)) {
-		rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
-		cm_agent_unpin(port);
-		return msg;
-	}
-	msg->ah = ah;
-	msg->context[0] = NULL;
-	return msg;
+	return cm_msg_wrap(port, agent,
+			   ib_create_ah_from_wc(agent->qp->pd, rwc->wc,
+						rwc->recv_buf.grh, port->num),
+			   1, rwc->wc->pkey_index, GFP_KERNEL);
 }
 
 static struct cm_port *cm_msg_port(struct ib_mad_send_buf *msg)
@@ -541,6 +544,73 @@ static void cm_deliver_locked(struct cm_id_private *priv, struct cm_job *job)
 	/* A non-zero return asks the CM to destroy the ID for the consumer. */
 	if (ret)
 		cm_destroy(priv, ret);
+}
+
+/* ------------------------------------------------------------------ */
+/* What every receive handler does around its protocol rule            */
+
+/* The outcome of a receive rule, decided with the ID locked. */
+enum cm_rx_verdict {
+	CM_RX_DROP,	/* the message does not fit the state: ignore it */
+	CM_RX_DELIVER,	/* job->ev is filled in: queue it for the consumer */
+	CM_RX_ANSWER,	/* ignore it after the rule's answer step has run */
+};
+
+/* The connection a message is about, named by the IDs it carries. */
+static struct cm_id_private *cm_rx_lookup(u32 sender_id, u32 receiver_id)
+{
+	return cm_id_lookup(cpu_to_be32(receiver_id), cpu_to_be32(sender_id));
+}
+
+/* Forget @job and return the reference a handler's lookup took. */
+static void cm_rx_done(struct cm_job *job, struct cm_id_private *priv)
+{
+	cm_id_put(priv);
+	cm_job_free(job);
+}
+
+/*
+ * Apply a message's protocol rule to the ID it is about.  @priv is the
+ * handler's lookup result, referenced, or NULL when no ID owns the message.
+ * @decide runs under priv->lock and must not sleep; for CM_RX_ANSWER,
+ * @answer runs after the unlock, may sleep, and still has the reference.
+ * On every path @job is consumed and the lookup's reference returned.
+ */
+static void cm_rx_apply(struct cm_job *job, struct cm_id_private *priv,
+			enum cm_rx_verdict (*decide)(struct cm_id_private *priv,
+						     struct cm_job *job,
+						     void *msg),
+			void (*answer)(struct cm_id_private *priv,
+				       struct cm_job *job, void *msg),
+			void *msg)
+{
+	enum cm_rx_verdict verdict;
+
+	if (!priv) {
+		cm_job_free(job);
+		return;
+	}
+	spin_lock_irq(&priv->lock);
+	verdict = decide(priv, job, msg);
+	if (verdict != CM_RX_DELIVER) {
+		spin_unlock_irq(&priv->lock);
+		if (verdict == CM_RX_ANSWER)
+			answer(priv, job, msg);
+		cm_rx_done(job, priv);
+		return;
+	}
+	cm_deliver_locked(priv, job);
+	cm_id_put(priv);
+}
+
+/* The last step of a rule that delivers: name the event. */
+static enum cm_rx_verdict cm_rx_event(struct cm_job *job,
+				      enum ib_cm_event_type type,
+				      const void *pdata)
+{
+	job->ev.event = type;
+	job->ev.private_data = (void *)pdata;
+	return CM_RX_DELIVER;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1156,6 +1226,24 @@ static void cm_issue_rej(struct cm_port *port, struct ib_mad_recv_wc *rwc,
 	cm_msg_send_or_release(msg);
 }
 
+/*
+ * The peer's QP is still bound to an older connection of ours (@lid/@rid)
+ * that it seems to have forgotten: refuse the new message as stale and
+ * disconnect the old connection.  May sleep.
+ */
+static void cm_refuse_stale(struct cm_job *job, enum cmc_msg_kind what,
+			    __be32 lid, __be32 rid)
+{
+	struct cm_id_private *old;
+
+	cm_issue_rej(job->port, job->recv, IB_CM_REJ_STALE_CONN, what);
+	old = cm_id_lookup(lid, rid);
+	if (old) {
+		ib_send_cm_dreq(&old->id, NULL, 0);
+		cm_id_put(old);
+	}
+}
+
 static void cm_put_mra_for(struct cm_id_private *priv, void *mad,
 			   enum cmc_msg_kind what, u8 service_timeout,
 			   const void *pdata, u8 pdata_len)
@@ -1366,13 +1454,7 @@ static struct cm_id_private *cm_req_match(struct cm_job *job,
 		rid = hit->remote_id;
 		cm_tw_unlink(tw);
 		spin_unlock_irq(&cmg.lock);
-		cm_issue_rej(job->port, job->recv, IB_CM_REJ_STALE_CONN,
-			     CMC_MSG_REQ);
-		other = cm_id_lookup(lid, rid);
-		if (other) {
-			ib_send_cm_dreq(&other->id, NULL, 0);
-			cm_id_put(other);
-		}
+		cm_refuse_stale(job, CMC_MSG_REQ, lid, rid);
 		return NULL;
 	}
 	listener = cm_listen_find(priv->id.device, priv->id.service_id);
@@ -1577,13 +1659,16 @@ int ib_send_cm_rep(struct ib_cm_id *cm_id, struct ib_cm_rep_param *param)
 	}
 	if (!ret)
 		cm_rep_commit(priv, param);
+	else
+		trace_icm_send_rep_err(cm_id, ret);
 	spin_unlock_irqrestore(&priv->lock, flags);
 	return ret;
 }
 EXPORT_SYMBOL(ib_send_cm_rep);
 
-static void cm_put_rtu_for(struct cm_id_private *priv, void *mad,
-			   const void *pdata, u8 pdata_len)
+/* RTU and DREP carry nothing but the two comm IDs and private data. */
+static void cm_put_ids_for(struct cm_id_private *priv, void *mad,
+			   __be16 attr_id, const void *pdata, u8 pdata_len)
 {
 	struct cmc_ids f = {
 		.local_comm_id = be32_to_cpu(priv->id.local_id),
@@ -1592,8 +1677,11 @@ static void cm_put_rtu_for(struct cm_id_private *priv, void *mad,
 		.pdata_len = pdata_len,
 	};
 
-	cmc_put_hdr(mad, CM_RTU_ATTR_ID, priv->tid, 0);
-	cmc_put_rtu(mad, &f);
+	cmc_put_hdr(mad, attr_id, priv->tid, 0);
+	if (attr_id == CM_RTU_ATTR_ID)
+		cmc_put_rtu(mad, &f);
+	else
+		cmc_put_drep(mad, &f);
 }
 
 int ib_send_cm_rtu(struct ib_cm_id *cm_id, const void *private_data,
@@ -1613,7 +1701,8 @@ int ib_send_cm_rtu(struct ib_cm_id *cm_id, const void *private_data,
 	msg = cm_verb_msg(priv, CM_VERB_RTU);
 	ret = PTR_ERR_OR_ZERO(msg);
 	if (!ret) {
-		cm_put_rtu_for(priv, msg->mad, private_data, private_data_len);
+		cm_put_ids_for(priv, msg->mad, CM_RTU_ATTR_ID, private_data,
+			       private_data_len);
 		trace_icm_send_rtu(cm_id);
 		ret = cm_msg_send_or_release(msg);
 	}
@@ -1621,6 +1710,8 @@ int ib_send_cm_rtu(struct ib_cm_id *cm_id, const void *private_data,
 		cm_id->state = IB_CM_ESTABLISHED;
 		cm_keep_pdata(priv, copy, private_data_len);
 		copy = NULL;
+	} else {
+		trace_icm_send_cm_rtu_err(cm_id, ret);
 	}
 	spin_unlock_irqrestore(&priv->lock, flags);
 	kfree(copy);
@@ -1635,8 +1726,7 @@ static void cm_dup_rep(struct cm_job *job, const struct cmc_rep *r)
 	struct ib_mad_send_buf *msg;
 	bool send = true;
 
-	priv = cm_id_lookup(cpu_to_be32(r->remote_comm_id),
-			    cpu_to_be32(r->local_comm_id));
+	priv = cm_rx_lookup(r->local_comm_id, r->remote_comm_id);
 	if (!priv)
 		return;
 	cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_REP_ATTR_ID, 1);
@@ -1646,7 +1736,8 @@ static void cm_dup_rep(struct cm_job *job, const struct cmc_rep *r)
 
 	spin_lock_irq(&priv->lock);
 	if (priv->id.state == IB_CM_ESTABLISHED)
-		cm_put_rtu_for(priv, msg->mad, priv->pdata, priv->pdata_len);
+		cm_put_ids_for(priv, msg->mad, CM_RTU_ATTR_ID, priv->pdata,
+			       priv->pdata_len);
 	else if (priv->id.state == IB_CM_MRA_REP_SENT)
 		cm_put_mra_for(priv, msg->mad, CMC_MSG_REP,
 			       priv->service_timeout, priv->pdata,
@@ -1664,129 +1755,129 @@ put:
 	cm_id_put(priv);
 }
 
-static void cm_rep_rcvd(struct cm_job *job)
-{
-	struct cm_rep_msg *m = (void *)job->recv->recv_buf.mad;
-	struct ib_cm_rep_event_param *ev = &job->ev.param.rep_rcvd;
-	struct cm_id_private *priv, *other = NULL;
-	struct cm_tw *hit;
+/* A decoded REP and, if it is stale, the connection it collides with. */
+struct cm_rep_rx {
 	struct cmc_rep r;
-	__be32 rqpn, lid = 0, rid = 0;
-	bool stale = false;
+	__be32 old_lid;
+	__be32 old_rid;
+};
 
-	cmc_get_rep(m, &r);
-	priv = cm_id_lookup(cpu_to_be32(r.remote_comm_id), 0);
-	if (!priv) {
-		cm_dup_rep(job, &r);
-		goto free_job;
+static enum cm_rx_verdict cm_rep_decide(struct cm_id_private *priv,
+					struct cm_job *job, void *msg)
+{
+	const struct cm_rep_msg *m = (void *)job->recv->recv_buf.mad;
+	struct ib_cm_rep_event_param *ev = &job->ev.param.rep_rcvd;
+	struct cm_rep_rx *x = msg;
+	const struct cmc_rep *r = &x->r;
+	struct cm_tw *hit;
+	__be32 rqpn;
+
+	lockdep_assert_held(&priv->lock);
+	if (!cm_state_is(priv->id.state, CM_ST_REQ_OUT)) {
+		trace_icm_rep_unknown_err(&priv->id);
+		return CM_RX_DROP;
 	}
-
-	spin_lock_irq(&priv->lock);
-	if (priv->id.state != IB_CM_REQ_SENT &&
-	    priv->id.state != IB_CM_MRA_REQ_RCVD)
-		goto unlock;
-	rqpn = cpu_to_be32(priv->qp_type == IB_QPT_XRC_INI ? r.local_eecn :
-							      r.local_qpn);
-	priv->tw->remote_id = cpu_to_be32(r.local_comm_id);
-	priv->tw->remote_ca_guid = cpu_to_be64(r.local_ca_guid);
+	rqpn = cpu_to_be32(priv->qp_type == IB_QPT_XRC_INI ? r->local_eecn :
+							      r->local_qpn);
+	priv->tw->remote_id = cpu_to_be32(r->local_comm_id);
+	priv->tw->remote_ca_guid = cpu_to_be64(r->local_ca_guid);
 	priv->tw->remote_qpn = rqpn;
 
 	spin_lock(&cmg.lock);
 	if (cm_tw_insert_rid(priv->tw)) {
+		/* The peer's comm ID is taken already: a repeated REP. */
 		spin_unlock(&cmg.lock);
-		goto unlock;
+		trace_icm_insert_failed_err(r->local_comm_id,
+					    r->remote_comm_id);
+		return CM_RX_DROP;
 	}
 	hit = cm_tw_insert_rqpn(priv->tw);
 	if (hit) {
-		stale = true;
-		lid = hit->local_id;
-		rid = hit->remote_id;
+		x->old_lid = hit->local_id;
+		x->old_rid = hit->remote_id;
 		cm_tw_unlink(priv->tw);
 	}
 	spin_unlock(&cmg.lock);
-	if (stale) {
-		spin_unlock_irq(&priv->lock);
-		trace_icm_staleconn_err(r.local_comm_id, r.remote_comm_id);
-		cm_issue_rej(job->port, job->recv, IB_CM_REJ_STALE_CONN,
-			     CMC_MSG_REP);
-		other = cm_id_lookup(lid, rid);
-		if (other) {
-			ib_send_cm_dreq(&other->id, NULL, 0);
-			cm_id_put(other);
-		}
-		goto put;
-	}
+	if (hit)
+		return CM_RX_ANSWER;
 
 	priv->id.state = IB_CM_REP_RCVD;
-	priv->id.remote_id = cpu_to_be32(r.local_comm_id);
+	priv->id.remote_id = cpu_to_be32(r->local_comm_id);
 	priv->remote_qpn = rqpn;
-	priv->sq_psn = cpu_to_be32(r.starting_psn);
-	priv->target_ack_delay = r.target_ack_delay;
-	priv->rnr_retry_count = r.rnr_retry;
-	priv->responder_resources = r.init_depth;
-	priv->initiator_depth = r.resp_resources;
-	priv->av.timeout = cmc_ack_timeout(r.target_ack_delay,
+	priv->sq_psn = cpu_to_be32(r->starting_psn);
+	priv->target_ack_delay = r->target_ack_delay;
+	priv->rnr_retry_count = r->rnr_retry;
+	priv->responder_resources = r->init_depth;
+	priv->initiator_depth = r->resp_resources;
+	priv->av.timeout = cmc_ack_timeout(r->target_ack_delay,
 					   priv->av.timeout - 1);
-	priv->alt_av.timeout = cmc_ack_timeout(r.target_ack_delay,
+	priv->alt_av.timeout = cmc_ack_timeout(r->target_ack_delay,
 					       priv->alt_av.timeout - 1);
 	cm_cancel_msg(priv);
 
-	job->ev.event = IB_CM_REP_RECEIVED;
-	job->ev.private_data = (void *)r.pdata;
 	ev->remote_qpn = be32_to_cpu(rqpn);
-	ev->remote_qkey = r.local_qkey;
-	ev->remote_ca_guid = cpu_to_be64(r.local_ca_guid);
-	ev->starting_psn = r.starting_psn;
-	ev->srq = r.srq;
-	ev->flow_control = r.flow_ctrl;
-	ev->failover_accepted = r.failover;
-	ev->target_ack_delay = r.target_ack_delay;
-	ev->rnr_retry_count = r.rnr_retry;
+	ev->remote_qkey = r->local_qkey;
+	ev->remote_ca_guid = cpu_to_be64(r->local_ca_guid);
+	ev->starting_psn = r->starting_psn;
+	ev->srq = r->srq;
+	ev->flow_control = r->flow_ctrl;
+	ev->failover_accepted = r->failover;
+	ev->target_ack_delay = r->target_ack_delay;
+	ev->rnr_retry_count = r->rnr_retry;
 	/* Mirrored, as for the REQ. */
-	ev->initiator_depth = r.resp_resources;
-	ev->responder_resources = r.init_depth;
+	ev->initiator_depth = r->resp_resources;
+	ev->responder_resources = r->init_depth;
 	ev->ece.attr_mod = be32_to_cpu(m->hdr.attr_mod);
-	ev->ece.vendor_id = r.vendor_id;
-	cm_deliver_locked(priv, job);
-	cm_id_put(priv);
-	return;
+	ev->ece.vendor_id = r->vendor_id;
+	return cm_rx_event(job, IB_CM_REP_RECEIVED, r->pdata);
+}
 
-unlock:
-	spin_unlock_irq(&priv->lock);
-put:
-	cm_id_put(priv);
-free_job:
-	cm_job_free(job);
+static void cm_rep_stale(struct cm_id_private *priv, struct cm_job *job,
+			 void *msg)
+{
+	struct cm_rep_rx *x = msg;
+
+	trace_icm_staleconn_err(x->r.local_comm_id, x->r.remote_comm_id);
+	cm_refuse_stale(job, CMC_MSG_REP, x->old_lid, x->old_rid);
+}
+
+static void cm_rep_rcvd(struct cm_job *job)
+{
+	struct cm_rep_rx x = {};
+	struct cm_id_private *priv;
+
+	cmc_get_rep((void *)job->recv->recv_buf.mad, &x.r);
+	priv = cm_id_lookup(cpu_to_be32(x.r.remote_comm_id), 0);
+	if (!priv) {
+		trace_icm_remote_no_priv_err(x.r.local_comm_id,
+					     x.r.remote_comm_id);
+		cm_dup_rep(job, &x.r);
+	}
+	cm_rx_apply(job, priv, cm_rep_decide, cm_rep_stale, &x);
+}
+
+static enum cm_rx_verdict cm_rtu_decide(struct cm_id_private *priv,
+					struct cm_job *job, void *msg)
+{
+	const struct cmc_ids *r = msg;
+
+	lockdep_assert_held(&priv->lock);
+	if (!cm_state_is(priv->id.state, CM_ST_REP_OUT)) {
+		cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_RTU_ATTR_ID, 1);
+		return CM_RX_DROP;
+	}
+	priv->id.state = IB_CM_ESTABLISHED;
+	cm_cancel_msg(priv);
+	return cm_rx_event(job, IB_CM_RTU_RECEIVED, r->pdata);
 }
 
 static void cm_rtu_rcvd(struct cm_job *job)
 {
-	struct cm_rtu_msg *m = (void *)job->recv->recv_buf.mad;
-	struct cm_id_private *priv;
 	struct cmc_ids r;
 
-	cmc_get_rtu(m, &r);
-	priv = cm_id_lookup(cpu_to_be32(r.remote_comm_id),
-			    cpu_to_be32(r.local_comm_id));
-	if (!priv)
-		goto free_job;
-	spin_lock_irq(&priv->lock);
-	if (priv->id.state != IB_CM_REP_SENT &&
-	    priv->id.state != IB_CM_MRA_REP_RCVD) {
-		spin_unlock_irq(&priv->lock);
-		cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_RTU_ATTR_ID, 1);
-		cm_id_put(priv);
-		goto free_job;
-	}
-	priv->id.state = IB_CM_ESTABLISHED;
-	cm_cancel_msg(priv);
-	job->ev.event = IB_CM_RTU_RECEIVED;
-	job->ev.private_data = (void *)r.pdata;
-	cm_deliver_locked(priv, job);
-	cm_id_put(priv);
-	return;
-free_job:
-	cm_job_free(job);
+	cmc_get_rtu((void *)job->recv->recv_buf.mad, &r);
+	cm_rx_apply(job, cm_rx_lookup(r.local_comm_id, r.remote_comm_id),
+		    cm_rtu_decide, NULL, &r);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1855,20 +1946,6 @@ int ib_send_cm_dreq(struct ib_cm_id *cm_id, const void *private_data,
 }
 EXPORT_SYMBOL(ib_send_cm_dreq);
 
-static void cm_put_drep_for(struct cm_id_private *priv, void *mad,
-			    const void *pdata, u8 pdata_len)
-{
-	struct cmc_ids f = {
-		.local_comm_id = be32_to_cpu(priv->id.local_id),
-		.remote_comm_id = be32_to_cpu(priv->id.remote_id),
-		.pdata = pdata,
-		.pdata_len = pdata_len,
-	};
-
-	cmc_put_hdr(mad, CM_DREP_ATTR_ID, priv->tid, 0);
-	cmc_put_drep(mad, &f);
-}
-
 /* Takes ownership of @pdata (kmalloc'ed or NULL). */
 static int cm_send_drep_locked(struct cm_id_private *priv, void *pdata,
 			       u8 pdata_len)
@@ -1891,7 +1968,8 @@ static int cm_send_drep_locked(struct cm_id_private *priv, void *pdata,
 	msg = cm_id_msg(priv);
 	if (IS_ERR(msg))
 		return PTR_ERR(msg);
-	cm_put_drep_for(priv, msg->mad, priv->pdata, priv->pdata_len);
+	cm_put_ids_for(priv, msg->mad, CM_DREP_ATTR_ID, priv->pdata,
+		       priv->pdata_len);
 	trace_icm_send_drep(&priv->id);
 	return cm_msg_send_or_release(msg);
 }
@@ -1910,6 +1988,8 @@ int ib_send_cm_drep(struct ib_cm_id *cm_id, const void *private_data,
 	if (!ret) {
 		spin_lock_irqsave(&priv->lock, flags);
 		ret = cm_send_drep_locked(priv, copy, private_data_len);
+		if (ret)
+			trace_icm_send_drep_err(cm_id, ret);
 		spin_unlock_irqrestore(&priv->lock, flags);
 	}
 	return ret;
@@ -1936,113 +2016,96 @@ static void cm_issue_drep(struct cm_port *port, struct ib_mad_recv_wc *rwc)
 	cm_msg_send_or_release(msg);
 }
 
-/* Repeat the DREP of a connection that is already in TimeWait. */
-static void cm_redo_drep(struct cm_job *job, struct cm_id_private *priv)
+/*
+ * Repeat the DREP of a connection that is already in TimeWait: the answer
+ * step of a duplicate DREQ.
+ */
+static void cm_redo_drep(struct cm_id_private *priv, struct cm_job *job,
+			 void *msg)
 {
-	struct ib_mad_send_buf *msg;
+	struct ib_mad_send_buf *rsp;
 	bool send;
 
-	msg = cm_reply_msg(job->port, job->recv);
-	if (IS_ERR(msg))
+	rsp = cm_reply_msg(job->port, job->recv);
+	if (IS_ERR(rsp))
 		return;
 	spin_lock_irq(&priv->lock);
 	send = priv->id.state == IB_CM_TIMEWAIT;
 	if (send)
-		cm_put_drep_for(priv, msg->mad, priv->pdata, priv->pdata_len);
+		cm_put_ids_for(priv, rsp->mad, CM_DREP_ATTR_ID, priv->pdata,
+			       priv->pdata_len);
 	spin_unlock_irq(&priv->lock);
 	if (send)
-		cm_msg_send_or_release(msg);
+		cm_msg_send_or_release(rsp);
 	else
-		cm_msg_abandon(msg);
+		cm_msg_abandon(rsp);
 }
 
-static void cm_dreq_rcvd(struct cm_job *job)
+static enum cm_rx_verdict cm_dreq_decide(struct cm_id_private *priv,
+					 struct cm_job *job, void *msg)
 {
-	struct cm_dreq_msg *m = (void *)job->recv->recv_buf.mad;
-	struct cm_id_private *priv;
-	struct cmc_dreq r;
+	const struct cmc_dreq *r = msg;
+	enum ib_cm_state st = priv->id.state;
 
-	cmc_get_dreq(m, &r);
-	priv = cm_id_lookup(cpu_to_be32(r.remote_comm_id),
-			    cpu_to_be32(r.local_comm_id));
-	if (!priv) {
-		trace_icm_no_priv_err(r.local_comm_id, r.remote_comm_id);
+	lockdep_assert_held(&priv->lock);
+	if (priv->local_qpn != cpu_to_be32(r->remote_qpn))
+		return CM_RX_DROP;
+	if (st == IB_CM_TIMEWAIT || st == IB_CM_DREQ_RCVD) {
+		/* A repeat.  In TimeWait our DREP got lost: send it again. */
 		cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID, 1);
-		cm_issue_drep(job->port, job->recv);
-		goto free_job;
+		return st == IB_CM_TIMEWAIT ? CM_RX_ANSWER : CM_RX_DROP;
 	}
-
-	spin_lock_irq(&priv->lock);
-	if (priv->local_qpn != cpu_to_be32(r.remote_qpn))
-		goto unlock;
-	if (priv->id.state == IB_CM_TIMEWAIT) {
-		/* Our DREP got lost: send it again. */
-		spin_unlock_irq(&priv->lock);
-		cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID, 1);
-		cm_redo_drep(job, priv);
-		goto put;
-	}
-	if (priv->id.state == IB_CM_DREQ_RCVD) {
-		cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID, 1);
-		goto unlock;
+	if (!cm_state_is(st, CM_ST(ESTABLISHED) | CM_ST_REP_OUT |
+			     CM_ST(DREQ_SENT))) {
+		trace_icm_dreq_unknown_err(&priv->id);
+		return CM_RX_DROP;
 	}
 	/*
 	 * A DREQ also ends a pending REP (the peer got it and used it) and
 	 * crosses our own DREQ.  In ESTABLISHED only a LAP may be pending.
 	 */
-	if (priv->id.state == IB_CM_ESTABLISHED) {
-		if (priv->id.lap_state == IB_CM_LAP_SENT ||
-		    priv->id.lap_state == IB_CM_MRA_LAP_RCVD)
-			cm_cancel_msg(priv);
-	} else if (cm_state_is(priv->id.state,
-			       CM_ST_REP_OUT | CM_ST(DREQ_SENT))) {
+	if (st != IB_CM_ESTABLISHED || cm_lap_pending(priv))
 		cm_cancel_msg(priv);
-	} else {
-		goto unlock;
-	}
 	priv->id.state = IB_CM_DREQ_RCVD;
-	priv->tid = m->hdr.tid;
-	job->ev.event = IB_CM_DREQ_RECEIVED;
-	job->ev.private_data = (void *)r.pdata;
-	cm_deliver_locked(priv, job);
-	cm_id_put(priv);
-	return;
+	priv->tid = job->recv->recv_buf.mad->mad_hdr.tid;
+	return cm_rx_event(job, IB_CM_DREQ_RECEIVED, r->pdata);
+}
 
-unlock:
-	spin_unlock_irq(&priv->lock);
-put:
-	cm_id_put(priv);
-free_job:
-	cm_job_free(job);
+static void cm_dreq_rcvd(struct cm_job *job)
+{
+	struct cm_id_private *priv;
+	struct cmc_dreq r;
+
+	cmc_get_dreq((void *)job->recv->recv_buf.mad, &r);
+	priv = cm_rx_lookup(r.local_comm_id, r.remote_comm_id);
+	if (!priv) {
+		trace_icm_no_priv_err(r.local_comm_id, r.remote_comm_id);
+		cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID, 1);
+		cm_issue_drep(job->port, job->recv);
+	}
+	cm_rx_apply(job, priv, cm_dreq_decide, cm_redo_drep, &r);
+}
+
+static enum cm_rx_verdict cm_drep_decide(struct cm_id_private *priv,
+					 struct cm_job *job, void *msg)
+{
+	const struct cmc_ids *r = msg;
+
+	lockdep_assert_held(&priv->lock);
+	if (!cm_state_is(priv->id.state, CM_ST(DREQ_SENT) | CM_ST(DREQ_RCVD)))
+		return CM_RX_DROP;
+	cm_enter_timewait(priv);
+	cm_cancel_msg(priv);
+	return cm_rx_event(job, IB_CM_DREP_RECEIVED, r->pdata);
 }
 
 static void cm_drep_rcvd(struct cm_job *job)
 {
-	struct cm_drep_msg *m = (void *)job->recv->recv_buf.mad;
-	struct cm_id_private *priv;
 	struct cmc_ids r;
 
-	cmc_get_drep(m, &r);
-	priv = cm_id_lookup(cpu_to_be32(r.remote_comm_id),
-			    cpu_to_be32(r.local_comm_id));
-	if (!priv)
-		goto free_job;
-	spin_lock_irq(&priv->lock);
-	if (priv->id.state != IB_CM_DREQ_SENT &&
-	    priv->id.state != IB_CM_DREQ_RCVD) {
-		spin_unlock_irq(&priv->lock);
-		cm_id_put(priv);
-		goto free_job;
-	}
-	cm_enter_timewait(priv);
-	cm_cancel_msg(priv);
-	job->ev.event = IB_CM_DREP_RECEIVED;
-	job->ev.private_data = (void *)r.pdata;
-	cm_deliver_locked(priv, job);
-	cm_id_put(priv);
-	return;
-free_job:
-	cm_job_free(job);
+	cmc_get_drep((void *)job->recv->recv_buf.mad, &r);
+	cm_rx_apply(job, cm_rx_lookup(r.local_comm_id, r.remote_comm_id),
+		    cm_drep_decide, NULL, &r);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2072,7 +2135,7 @@ static int cm_send_rej_locked(struct cm_id_private *priv,
 	else if (cm_state_is(state, CM_ST_HANDSHAKE))
 		cm_reset_to_idle(priv);
 	else
-		return -EINVAL;
+		goto refused;
 
 	msg = cm_id_msg(priv);
 	if (IS_ERR(msg))
@@ -2081,6 +2144,10 @@ static int cm_send_rej_locked(struct cm_id_private *priv,
 		       pdata_len);
 	trace_icm_send_rej(&priv->id, reason);
 	return cm_msg_send_or_release(msg);
+
+refused:
+	trace_icm_send_unknown_rej_err(&priv->id, -EINVAL);
+	return -EINVAL;
 }
 
 int ib_send_cm_rej(struct ib_cm_id *cm_id, enum ib_cm_rej_reason reason,
@@ -2122,8 +2189,7 @@ static struct cm_id_private *cm_rej_target(const struct cmc_rej *r)
 	}
 	if (r->msg_rejected == CMC_MSG_REQ)
 		return cm_id_lookup(cpu_to_be32(r->remote_comm_id), 0);
-	return cm_id_lookup(cpu_to_be32(r->remote_comm_id),
-			    cpu_to_be32(r->local_comm_id));
+	return cm_rx_lookup(r->local_comm_id, r->remote_comm_id);
 }
 
 /*
@@ -2164,34 +2230,29 @@ static bool cm_rej_applies(struct cm_id_private *priv, u16 reason)
 	return true;
 }
 
+static enum cm_rx_verdict cm_rej_decide(struct cm_id_private *priv,
+					struct cm_job *job, void *msg)
+{
+	struct ib_cm_rej_event_param *ev = &job->ev.param.rej_rcvd;
+	const struct cmc_rej *r = msg;
+
+	lockdep_assert_held(&priv->lock);
+	if (!cm_rej_applies(priv, r->reason)) {
+		trace_icm_rej_unknown_err(&priv->id);
+		return CM_RX_DROP;
+	}
+	ev->reason = r->reason;
+	ev->ari = (void *)r->ari;
+	ev->ari_length = r->ari_len;
+	return cm_rx_event(job, IB_CM_REJ_RECEIVED, r->pdata);
+}
+
 static void cm_rej_rcvd(struct cm_job *job)
 {
-	struct cm_rej_msg *m = (void *)job->recv->recv_buf.mad;
-	struct ib_cm_rej_event_param *ev = &job->ev.param.rej_rcvd;
-	struct cm_id_private *priv;
 	struct cmc_rej r;
 
-	cmc_get_rej(m, &r);
-	priv = cm_rej_target(&r);
-	if (!priv)
-		goto free_job;
-
-	spin_lock_irq(&priv->lock);
-	if (!cm_rej_applies(priv, r.reason)) {
-		spin_unlock_irq(&priv->lock);
-		cm_id_put(priv);
-		goto free_job;
-	}
-	job->ev.event = IB_CM_REJ_RECEIVED;
-	ev->reason = r.reason;
-	ev->ari = (void *)r.ari;
-	ev->ari_length = r.ari_len;
-	job->ev.private_data = (void *)r.pdata;
-	cm_deliver_locked(priv, job);
-	cm_id_put(priv);
-	return;
-free_job:
-	cm_job_free(job);
+	cmc_get_rej((void *)job->recv->recv_buf.mad, &r);
+	cm_rx_apply(job, cm_rej_target(&r), cm_rej_decide, NULL, &r);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2243,6 +2304,8 @@ int ib_send_cm_mra(struct ib_cm_id *cm_id, u8 service_timeout,
 	spin_lock_irqsave(&priv->lock, flags);
 	what = cm_mra_plan(priv, &state, &lap_state);
 	ret = min(what, 0);
+	if (ret)
+		trace_icm_send_mra_unknown_err(cm_id, ret);
 	/* With the delay flag the MRA only goes out for a duplicate. */
 	if (!ret && !(service_timeout & IB_CM_MRA_FLAG_DELAY)) {
 		msg = cm_id_msg(priv);
@@ -2267,202 +2330,196 @@ int ib_send_cm_mra(struct ib_cm_id *cm_id, u8 service_timeout,
 }
 EXPORT_SYMBOL(ib_send_cm_mra);
 
+static enum cm_rx_verdict cm_mra_decide(struct cm_id_private *priv,
+					struct cm_job *job, void *msg)
+{
+	const struct cmc_mra *r = msg;
+	enum ib_cm_state st = priv->id.state;
+	unsigned int wait_ms;
+	int delayed;
+
+	lockdep_assert_held(&priv->lock);
+	/* Which of our messages an MRA may delay in this state. */
+	if (st == IB_CM_REQ_SENT || st == IB_CM_REP_SENT) {
+		delayed = st == IB_CM_REQ_SENT ? CMC_MSG_REQ : CMC_MSG_REP;
+	} else if (st == IB_CM_ESTABLISHED) {
+		if (priv->id.lap_state == IB_CM_MRA_LAP_RCVD)
+			cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_MRA_ATTR_ID,
+				   1);
+		if (priv->id.lap_state != IB_CM_LAP_SENT)
+			return CM_RX_DROP;
+		delayed = CMC_MSG_OTHER;
+	} else {
+		/* Delayed already: a repeat.  Anything else is out of place. */
+		if (cm_state_is(st, CM_ST(MRA_REQ_RCVD) | CM_ST(MRA_REP_RCVD)))
+			cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_MRA_ATTR_ID,
+				   1);
+		else
+			trace_icm_mra_unknown_err(&priv->id);
+		return CM_RX_DROP;
+	}
+
+	wait_ms = cmc_iba_time_to_ms(r->service_timeout) +
+		  cmc_iba_time_to_ms(priv->av.timeout);
+	if (r->msg_mraed != delayed || !priv->msg ||
+	    ib_modify_mad(priv->msg, wait_ms))
+		return CM_RX_DROP;
+	if (st == IB_CM_ESTABLISHED)
+		priv->id.lap_state = IB_CM_MRA_LAP_RCVD;
+	else if (st == IB_CM_REQ_SENT)
+		priv->id.state = IB_CM_MRA_REQ_RCVD;
+	else
+		priv->id.state = IB_CM_MRA_REP_RCVD;
+	priv->msg->context[1] = (void *)(unsigned long)priv->id.state;
+	job->ev.param.mra_rcvd.service_timeout = r->service_timeout;
+	return cm_rx_event(job, IB_CM_MRA_RECEIVED, r->pdata);
+}
+
 static void cm_mra_rcvd(struct cm_job *job)
 {
-	struct cm_mra_msg *m = (void *)job->recv->recv_buf.mad;
-	struct cm_id_private *priv;
-	unsigned int wait_ms;
+	struct cm_id_private *priv = NULL;
 	struct cmc_mra r;
-	bool ok = false;
 
-	cmc_get_mra(m, &r);
+	cmc_get_mra((void *)job->recv->recv_buf.mad, &r);
+	/* Until the REP arrives our ID does not know the peer's comm ID. */
 	if (r.msg_mraed == CMC_MSG_REQ)
 		priv = cm_id_lookup(cpu_to_be32(r.remote_comm_id), 0);
 	else if (r.msg_mraed <= CMC_MSG_OTHER)
-		priv = cm_id_lookup(cpu_to_be32(r.remote_comm_id),
-				    cpu_to_be32(r.local_comm_id));
-	else
-		priv = NULL;
-	if (!priv)
-		goto free_job;
-
-	spin_lock_irq(&priv->lock);
-	wait_ms = cmc_iba_time_to_ms(r.service_timeout) +
-		  cmc_iba_time_to_ms(priv->av.timeout);
-	switch (priv->id.state) {
-	case IB_CM_REQ_SENT:
-		ok = r.msg_mraed == CMC_MSG_REQ && priv->msg &&
-		     !ib_modify_mad(priv->msg, wait_ms);
-		if (ok)
-			priv->id.state = IB_CM_MRA_REQ_RCVD;
-		break;
-	case IB_CM_REP_SENT:
-		ok = r.msg_mraed == CMC_MSG_REP && priv->msg &&
-		     !ib_modify_mad(priv->msg, wait_ms);
-		if (ok)
-			priv->id.state = IB_CM_MRA_REP_RCVD;
-		break;
-	case IB_CM_ESTABLISHED:
-		ok = r.msg_mraed == CMC_MSG_OTHER &&
-		     priv->id.lap_state == IB_CM_LAP_SENT && priv->msg &&
-		     !ib_modify_mad(priv->msg, wait_ms);
-		if (ok)
-			priv->id.lap_state = IB_CM_MRA_LAP_RCVD;
-		else if (priv->id.lap_state == IB_CM_MRA_LAP_RCVD)
-			cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_MRA_ATTR_ID,
-				   1);
-		break;
-	case IB_CM_MRA_REQ_RCVD:
-	case IB_CM_MRA_REP_RCVD:
-		cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_MRA_ATTR_ID, 1);
-		break;
-	default:
-		break;
-	}
-	if (!ok) {
-		spin_unlock_irq(&priv->lock);
-		cm_id_put(priv);
-		goto free_job;
-	}
-	priv->msg->context[1] = (void *)(unsigned long)priv->id.state;
-	job->ev.event = IB_CM_MRA_RECEIVED;
-	job->ev.param.mra_rcvd.service_timeout = r.service_timeout;
-	job->ev.private_data = (void *)r.pdata;
-	cm_deliver_locked(priv, job);
-	cm_id_put(priv);
-	return;
-free_job:
-	cm_job_free(job);
+		priv = cm_rx_lookup(r.local_comm_id, r.remote_comm_id);
+	cm_rx_apply(job, priv, cm_mra_decide, NULL, &r);
 }
 
 /* ------------------------------------------------------------------ */
 /* LAP / APR (receive side only; alternate paths are IB-only)          */
 
-static void cm_lap_rcvd(struct cm_job *job)
-{
-	struct cm_lap_msg *m = (void *)job->recv->recv_buf.mad;
-	struct cm_av_draft wcd = {}, ad = {};
-	struct sa_path_rec *p = &job->path[0];
-	struct ib_mad_send_buf *msg;
-	struct cm_id_private *priv;
-	enum ib_cm_lap_state lap;
+/* A decoded LAP and the address vectors prepared for it before locking. */
+struct cm_lap_rx {
 	struct cmc_lap r;
+	struct cm_av_draft wcd;
+	struct cm_av_draft ad;
+};
 
-	if (rdma_protocol_roce(job->port->dev->ibdev, job->port->num))
-		goto free_job;
-	cmc_get_lap(m, &r);
-	priv = cm_id_lookup(cpu_to_be32(r.remote_comm_id),
-			    cpu_to_be32(r.local_comm_id));
-	if (!priv)
-		goto free_job;
-
+/* The proposed alternate path, as a path record seen from this side. */
+static void cm_path_from_lap(const struct cmc_lap *r, struct sa_path_rec *p)
+{
 	p->rec_type = SA_PATH_REC_TYPE_IB;
-	p->dgid = r.alt.local_gid;
-	p->sgid = r.alt.remote_gid;
-	p->flow_label = cpu_to_be32(r.alt.flow_label);
-	p->hop_limit = r.alt.hop_limit;
-	p->traffic_class = r.alt.tclass;
+	p->dgid = r->alt.local_gid;
+	p->sgid = r->alt.remote_gid;
+	p->flow_label = cpu_to_be32(r->alt.flow_label);
+	p->hop_limit = r->alt.hop_limit;
+	p->traffic_class = r->alt.tclass;
 	p->reversible = 1;
-	p->sl = r.alt.sl;
+	p->sl = r->alt.sl;
 	p->rate_selector = IB_SA_EQ;
-	p->rate = r.alt.rate;
+	p->rate = r->alt.rate;
 	p->packet_life_time_selector = IB_SA_EQ;
-	p->packet_life_time = r.alt.ack_timeout ? r.alt.ack_timeout - 1 : 0;
-	sa_path_set_dlid(p, r.alt.local_lid);
-	sa_path_set_slid(p, r.alt.remote_lid);
-
-	spin_lock_irq(&priv->lock);
-	p->pkey = priv->pkey;
+	p->packet_life_time = r->alt.ack_timeout ? r->alt.ack_timeout - 1 : 0;
 	p->mtu_selector = IB_SA_EQ;
-	p->mtu = priv->path_mtu;
-	spin_unlock_irq(&priv->lock);
+	sa_path_set_dlid(p, r->alt.local_lid);
+	sa_path_set_slid(p, r->alt.remote_lid);
+}
 
-	if (cm_draft_from_wc(job->port, job->recv, &wcd))
-		goto put;
-	if (cm_draft_from_path(p, NULL, &ad)) {
-		cm_draft_release(&wcd);
-		goto put;
-	}
+static enum cm_rx_verdict cm_lap_decide(struct cm_id_private *priv,
+					struct cm_job *job, void *msg)
+{
+	enum ib_cm_lap_state lap = priv->id.lap_state;
+	struct cm_lap_rx *x = msg;
 
-	spin_lock_irq(&priv->lock);
+	lockdep_assert_held(&priv->lock);
 	if (priv->id.state != IB_CM_ESTABLISHED)
-		goto unlock;
-	lap = priv->id.lap_state;
+		return CM_RX_DROP;
 	if (lap == IB_CM_LAP_RCVD || lap == IB_CM_MRA_LAP_SENT) {
 		/* A repeat of the LAP the consumer is working on. */
 		cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_LAP_ATTR_ID, 1);
-		if (lap == IB_CM_LAP_RCVD)
-			goto unlock;
-		spin_unlock_irq(&priv->lock);
-		cm_draft_release(&wcd);
-		cm_draft_release(&ad);
-		msg = cm_reply_msg(job->port, job->recv);
-		if (IS_ERR(msg))
-			goto put;
-		spin_lock_irq(&priv->lock);
-		cm_put_mra_for(priv, msg->mad, CMC_MSG_OTHER,
-			       priv->service_timeout, priv->pdata,
-			       priv->pdata_len);
-		spin_unlock_irq(&priv->lock);
-		cm_msg_send_or_release(msg);
-		goto put;
+		return lap == IB_CM_MRA_LAP_SENT ? CM_RX_ANSWER : CM_RX_DROP;
 	}
 	if (lap != IB_CM_LAP_UNINIT && lap != IB_CM_LAP_IDLE)
-		goto unlock;
-	cm_av_publish(priv, &priv->av, &wcd);
-	cm_av_publish(priv, &priv->alt_av, &ad);
+		return CM_RX_DROP;
+	cm_av_publish(priv, &priv->av, &x->wcd);
+	cm_av_publish(priv, &priv->alt_av, &x->ad);
 	priv->id.lap_state = IB_CM_LAP_RCVD;
-	priv->tid = m->hdr.tid;
-	job->ev.event = IB_CM_LAP_RECEIVED;
-	job->ev.param.lap_rcvd.alternate_path = p;
-	job->ev.private_data = (void *)r.pdata;
-	cm_deliver_locked(priv, job);
-	cm_id_put(priv);
-	return;
+	priv->tid = job->recv->recv_buf.mad->mad_hdr.tid;
+	job->ev.param.lap_rcvd.alternate_path = &job->path[0];
+	return cm_rx_event(job, IB_CM_LAP_RECEIVED, x->r.pdata);
+}
 
-unlock:
+/* The answer step of a repeated LAP we sent an MRA for: repeat the MRA. */
+static void cm_lap_mra_again(struct cm_id_private *priv, struct cm_job *job,
+			     void *msg)
+{
+	struct ib_mad_send_buf *rsp;
+
+	rsp = cm_reply_msg(job->port, job->recv);
+	if (IS_ERR(rsp))
+		return;
+	spin_lock_irq(&priv->lock);
+	cm_put_mra_for(priv, rsp->mad, CMC_MSG_OTHER, priv->service_timeout,
+		       priv->pdata, priv->pdata_len);
 	spin_unlock_irq(&priv->lock);
-	cm_draft_release(&wcd);
-	cm_draft_release(&ad);
-put:
-	cm_id_put(priv);
-free_job:
-	cm_job_free(job);
+	cm_msg_send_or_release(rsp);
+}
+
+static void cm_lap_rcvd(struct cm_job *job)
+{
+	struct sa_path_rec *p = &job->path[0];
+	struct cm_id_private *priv;
+	struct cm_lap_rx x = {};
+
+	if (rdma_protocol_roce(job->port->dev->ibdev, job->port->num)) {
+		cm_job_free(job);
+		return;
+	}
+	cmc_get_lap((void *)job->recv->recv_buf.mad, &x.r);
+	priv = cm_rx_lookup(x.r.local_comm_id, x.r.remote_comm_id);
+	if (!priv) {
+		cm_job_free(job);
+		return;
+	}
+
+	cm_path_from_lap(&x.r, p);
+	spin_lock_irq(&priv->lock);
+	p->pkey = priv->pkey;
+	p->mtu = priv->path_mtu;
+	spin_unlock_irq(&priv->lock);
+
+	/* Both AVs may sleep to build; they are published by the rule. */
+	if (cm_draft_from_wc(job->port, job->recv, &x.wcd) ||
+	    cm_draft_from_path(p, NULL, &x.ad))
+		cm_rx_done(job, priv);
+	else
+		cm_rx_apply(job, priv, cm_lap_decide, cm_lap_mra_again, &x);
+	cm_draft_release(&x.wcd);
+	cm_draft_release(&x.ad);
+}
+
+static enum cm_rx_verdict cm_apr_decide(struct cm_id_private *priv,
+					struct cm_job *job, void *msg)
+{
+	struct ib_cm_apr_event_param *ev = &job->ev.param.apr_rcvd;
+	const struct cmc_apr *r = msg;
+
+	lockdep_assert_held(&priv->lock);
+	if (priv->id.state != IB_CM_ESTABLISHED || !cm_lap_pending(priv))
+		return CM_RX_DROP;
+	priv->id.lap_state = IB_CM_LAP_IDLE;
+	cm_cancel_msg(priv);
+	ev->ap_status = r->status;
+	ev->apr_info = (void *)r->info;
+	ev->info_len = r->info_len;
+	return cm_rx_event(job, IB_CM_APR_RECEIVED, r->pdata);
 }
 
 static void cm_apr_rcvd(struct cm_job *job)
 {
-	struct cm_apr_msg *m = (void *)job->recv->recv_buf.mad;
-	struct cm_id_private *priv;
 	struct cmc_apr r;
 
-	if (rdma_protocol_roce(job->port->dev->ibdev, job->port->num))
-		goto free_job;
-	cmc_get_apr(m, &r);
-	priv = cm_id_lookup(cpu_to_be32(r.remote_comm_id),
-			    cpu_to_be32(r.local_comm_id));
-	if (!priv)
-		goto free_job;
-	spin_lock_irq(&priv->lock);
-	if (priv->id.state != IB_CM_ESTABLISHED ||
-	    (priv->id.lap_state != IB_CM_LAP_SENT &&
-	     priv->id.lap_state != IB_CM_MRA_LAP_RCVD)) {
-		spin_unlock_irq(&priv->lock);
-		cm_id_put(priv);
-		goto free_job;
+	if (rdma_protocol_roce(job->port->dev->ibdev, job->port->num)) {
+		cm_job_free(job);
+		return;
 	}
-	priv->id.lap_state = IB_CM_LAP_IDLE;
-	cm_cancel_msg(priv);
-	job->ev.event = IB_CM_APR_RECEIVED;
-	job->ev.param.apr_rcvd.ap_status = r.status;
-	job->ev.param.apr_rcvd.apr_info = (void *)r.info;
-	job->ev.param.apr_rcvd.info_len = r.info_len;
-	job->ev.private_data = (void *)r.pdata;
-	cm_deliver_locked(priv, job);
-	cm_id_put(priv);
-	return;
-free_job:
-	cm_job_free(job);
+	cmc_get_apr((void *)job->recv->recv_buf.mad, &r);
+	cm_rx_apply(job, cm_rx_lookup(r.local_comm_id, r.remote_comm_id),
+		    cm_apr_decide, NULL, &r);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2674,63 +2731,56 @@ free_job:
 	cm_job_free(job);
 }
 
-static void cm_sidr_rep_rcvd(struct cm_job *job)
+static enum cm_rx_verdict cm_sidr_rep_decide(struct cm_id_private *priv,
+					     struct cm_job *job, void *msg)
 {
-	struct cm_sidr_rep_msg *m = (void *)job->recv->recv_buf.mad;
 	struct ib_cm_sidr_rep_event_param *ev = &job->ev.param.sidr_rep_rcvd;
-	struct cm_id_private *priv;
-	struct cmc_sidr_rep r;
+	const struct cmc_sidr_rep *r = msg;
 
-	cmc_get_sidr_rep(m, &r);
-	priv = cm_id_lookup(cpu_to_be32(r.request_id), 0);
-	if (!priv)
-		goto free_job;
-	spin_lock_irq(&priv->lock);
-	if (priv->id.state != IB_CM_SIDR_REQ_SENT) {
-		spin_unlock_irq(&priv->lock);
-		cm_id_put(priv);
-		goto free_job;
-	}
+	lockdep_assert_held(&priv->lock);
+	if (priv->id.state != IB_CM_SIDR_REQ_SENT)
+		return CM_RX_DROP;
 	priv->id.state = IB_CM_IDLE;
 	cm_cancel_msg(priv);
-	job->ev.event = IB_CM_SIDR_REP_RECEIVED;
-	ev->status = r.status;
-	ev->qkey = r.qkey;
-	ev->qpn = r.qpn;
-	ev->info = (void *)r.info;
-	ev->info_len = r.info_len;
+	ev->status = r->status;
+	ev->qkey = r->qkey;
+	ev->qpn = r->qpn;
+	ev->info = (void *)r->info;
+	ev->info_len = r->info_len;
 	ev->sgid_attr = priv->av.ah_attr.grh.sgid_attr;
-	job->ev.private_data = (void *)r.pdata;
-	cm_deliver_locked(priv, job);
-	cm_id_put(priv);
-	return;
-free_job:
-	cm_job_free(job);
+	return cm_rx_event(job, IB_CM_SIDR_REP_RECEIVED, r->pdata);
+}
+
+static void cm_sidr_rep_rcvd(struct cm_job *job)
+{
+	struct cmc_sidr_rep r;
+
+	cmc_get_sidr_rep((void *)job->recv->recv_buf.mad, &r);
+	cm_rx_apply(job, cm_id_lookup(cpu_to_be32(r.request_id), 0),
+		    cm_sidr_rep_decide, NULL, &r);
 }
 
 /* ------------------------------------------------------------------ */
 /* Notifications, TimeWait exit and QP attributes                      */
 
+/*
+ * ib_cm_notify(IB_EVENT_COMM_EST) moved the ID to ESTABLISHED before an RTU
+ * came: stop resending our REP and tell the consumer.
+ */
+static enum cm_rx_verdict cm_user_est_decide(struct cm_id_private *priv,
+					     struct cm_job *job, void *msg)
+{
+	lockdep_assert_held(&priv->lock);
+	if (priv->id.state != IB_CM_ESTABLISHED)
+		return CM_RX_DROP;
+	cm_cancel_msg(priv);
+	return cm_rx_event(job, IB_CM_USER_ESTABLISHED, NULL);
+}
+
 static void cm_user_established(struct cm_job *job)
 {
-	struct cm_id_private *priv;
-
-	priv = cm_id_lookup(job->local_id, job->remote_id);
-	if (!priv)
-		goto free_job;
-	spin_lock_irq(&priv->lock);
-	if (priv->id.state != IB_CM_ESTABLISHED) {
-		spin_unlock_irq(&priv->lock);
-		cm_id_put(priv);
-		goto free_job;
-	}
-	cm_cancel_msg(priv);
-	job->ev.event = IB_CM_USER_ESTABLISHED;
-	cm_deliver_locked(priv, job);
-	cm_id_put(priv);
-	return;
-free_job:
-	cm_job_free(job);
+	cm_rx_apply(job, cm_id_lookup(job->local_id, job->remote_id),
+		    cm_user_est_decide, NULL, NULL);
 }
 
 static void cm_job_run(struct work_struct *work);
@@ -2956,39 +3006,28 @@ int ib_cm_init_qp_attr(struct ib_cm_id *cm_id, struct ib_qp_attr *qp_attr,
 		       int *qp_attr_mask)
 {
 	struct cm_id_private *priv = to_priv(cm_id);
+	enum ib_qp_state to = qp_attr->qp_state;
 	unsigned long flags;
 	int ret = 0;
 
+	if (to != IB_QPS_INIT && to != IB_QPS_RTR && to != IB_QPS_RTS)
+		return -EINVAL;
+
 	spin_lock_irqsave(&priv->lock, flags);
-	switch (qp_attr->qp_state) {
-	case IB_QPS_INIT:
-		if (cm_state_has_conn_params(cm_id->state, true)) {
-			cm_qp_init_attr(priv, qp_attr, qp_attr_mask);
-		} else {
+	if (!cm_state_has_conn_params(cm_id->state, to == IB_QPS_INIT)) {
+		if (to == IB_QPS_INIT)
 			trace_icm_qp_init_err(cm_id);
-			ret = -EINVAL;
-		}
-		break;
-	case IB_QPS_RTR:
-		if (cm_state_has_conn_params(cm_id->state, false)) {
-			cm_qp_rtr_attr(priv, qp_attr, qp_attr_mask);
-		} else {
+		else if (to == IB_QPS_RTR)
 			trace_icm_qp_rtr_err(cm_id);
-			ret = -EINVAL;
-		}
-		break;
-	case IB_QPS_RTS:
-		/* RTS is allowed before the REP went out. */
-		if (cm_state_has_conn_params(cm_id->state, false)) {
-			cm_qp_rts_attr(priv, qp_attr, qp_attr_mask);
-		} else {
+		else
 			trace_icm_qp_rts_err(cm_id);
-			ret = -EINVAL;
-		}
-		break;
-	default:
 		ret = -EINVAL;
-		break;
+	} else if (to == IB_QPS_INIT) {
+		cm_qp_init_attr(priv, qp_attr, qp_attr_mask);
+	} else if (to == IB_QPS_RTR) {
+		cm_qp_rtr_attr(priv, qp_attr, qp_attr_mask);
+	} else {
+		cm_qp_rts_attr(priv, qp_attr, qp_attr_mask);
 	}
 	spin_unlock_irqrestore(&priv->lock, flags);
 	return ret;
@@ -3041,6 +3080,7 @@ void cm_mad_recv_handler(struct ib_mad_agent *agent,
 	bool queued = false;
 
 	if (idx >= CMC_ATTR_COUNT) {
+		trace_icm_handler_err(be16_to_cpu(attr));
 		ib_free_recv_mad(rwc);
 		return;
 	}
