@@ -23,6 +23,7 @@
 #include <rdma/rdma_cm.h>
 
 #include "cm_abi.h"
+#include "cm_fault.h"
 #include "cm_priv.h"
 #include "cm_trace.h"
 
@@ -233,7 +234,8 @@ static int cm_draft_from_path(struct sa_path_rec *path,
 	ret = ib_find_cached_pkey(port->dev->ibdev, port->num,
 				  be16_to_cpu(path->pkey), &pkey_index);
 	if (!ret)
-		ret = ib_init_ah_attr_from_path(port->dev->ibdev, port->num,
+		ret = cm_fault() ? -ENOMEM :
+		      ib_init_ah_attr_from_path(port->dev->ibdev, port->num,
 						path, &d->ah_attr, sgid_attr);
 	if (ret) {
 		cm_dev_put(port->dev);
@@ -253,7 +255,8 @@ static int cm_draft_from_wc(struct cm_port *port, struct ib_mad_recv_wc *rwc,
 	int ret;
 
 	memset(d, 0, sizeof(*d));
-	ret = ib_init_ah_attr_from_wc(port->dev->ibdev, port->num, rwc->wc,
+	ret = cm_fault() ? -ENOMEM :
+	      ib_init_ah_attr_from_wc(port->dev->ibdev, port->num, rwc->wc,
 				      rwc->recv_buf.grh, &d->ah_attr);
 	if (ret)
 		return ret;
@@ -283,7 +286,8 @@ static struct ib_mad_send_buf *cm_msg_wrap(struct cm_port *port,
 		cm_agent_unpin(port);
 		return ERR_CAST(ah);
 	}
-	msg = ib_create_send_mad(agent, rqpn, pkey_index, 0, IB_MGMT_MAD_HDR,
+	msg = cm_fault() ? ERR_PTR(-ENOMEM) :
+	      ib_create_send_mad(agent, rqpn, pkey_index, 0, IB_MGMT_MAD_HDR,
 				 IB_MGMT_MAD_DATA, gfp, IB_MGMT_BASE_VERSION);
 	if (IS_ERR(msg)) {
 		rdma_destroy_ah(ah, gfpflags_allow_blocking(gfp) ?
@@ -312,7 +316,7 @@ static struct ib_mad_send_buf *cm_id_msg(struct cm_id_private *priv)
 	agent = cm_agent_pin(port);
 	if (!agent)
 		return ERR_PTR(-ENODEV);
-	msg = cm_msg_wrap(port, agent,
+	msg = cm_msg_wrap(port, agent, cm_fault() ? ERR_PTR(-ENOMEM) :
 			  rdma_create_ah(agent->qp->pd, &priv->av.ah_attr, 0),
 			  priv->id.remote_cm_qpn, priv->av.pkey_index,
 			  GFP_ATOMIC);
@@ -337,7 +341,7 @@ static struct ib_mad_send_buf *cm_reply_msg(struct cm_port *port,
 	agent = cm_agent_pin(port);
 	if (!agent)
 		return ERR_PTR(-ENODEV);
-	return cm_msg_wrap(port, agent,
+	return cm_msg_wrap(port, agent, cm_fault() ? ERR_PTR(-ENOMEM) :
 			   ib_create_ah_from_wc(agent->qp->pd, rwc->wc,
 						rwc->recv_buf.grh, port->num),
 			   1, rwc->wc->pkey_index, GFP_KERNEL);
@@ -493,7 +497,7 @@ static int cm_send_tracked(struct cm_id_private *priv,
 
 static struct cm_job *cm_job_alloc(gfp_t gfp)
 {
-	return kzalloc(sizeof(struct cm_job), gfp);
+	return cm_fault() ? NULL : kzalloc(sizeof(struct cm_job), gfp);
 }
 
 static void cm_job_free(struct cm_job *job)
@@ -712,7 +716,7 @@ static struct cm_id_private *cm_id_new(struct ib_device *device,
 	u32 index;
 	int ret;
 
-	priv = kmem_cache_zalloc(cmg.id_cache, GFP_KERNEL);
+	priv = cm_fault() ? NULL : kmem_cache_zalloc(cmg.id_cache, GFP_KERNEL);
 	if (!priv)
 		return ERR_PTR(-ENOMEM);
 
@@ -732,7 +736,8 @@ static struct cm_id_private *cm_id_new(struct ib_device *device,
 	RB_CLEAR_NODE(&priv->sidr_node);
 
 	/* Reserve the index now; the ID becomes visible in cm_id_publish(). */
-	ret = xa_alloc_cyclic(&cmg.ids, &index, NULL, xa_limit_32b,
+	ret = cm_fault() ? -ENOMEM :
+	      xa_alloc_cyclic(&cmg.ids, &index, NULL, xa_limit_32b,
 			      &cmg.id_next, GFP_KERNEL);
 	if (ret < 0) {
 		kmem_cache_free(cmg.id_cache, priv);
@@ -773,7 +778,7 @@ static void *cm_dup_pdata(const void *data, u8 len)
 
 	if (!data || !len)
 		return NULL;
-	copy = kmemdup(data, len, GFP_KERNEL);
+	copy = cm_fault() ? NULL : kmemdup(data, len, GFP_KERNEL);
 	return copy ? copy : ERR_PTR(-ENOMEM);
 }
 
@@ -3205,11 +3210,13 @@ static int __init ib_cm_init(void)
 					 NULL);
 	if (!cmg.id_cache)
 		return -ENOMEM;
+	cm_fault_init();
 	cmg.wq = alloc_workqueue("ib_cm", 0, 1);
 	ret = cmg.wq ? cm_client_register() : -ENOMEM;
 	if (!ret)
 		return 0;
 
+	cm_fault_exit();
 	if (cmg.wq)
 		destroy_workqueue(cmg.wq);
 	kmem_cache_destroy(cmg.id_cache);
@@ -3218,6 +3225,7 @@ static int __init ib_cm_init(void)
 
 static void __exit ib_cm_exit(void)
 {
+	cm_fault_exit();
 	cm_client_unregister();
 	cm_tw_drain();
 	destroy_workqueue(cmg.wq);

@@ -16,6 +16,7 @@
  */
 #include <linux/slab.h>
 
+#include "cm_fault.h"
 #include "cm_priv.h"
 
 static int cm_key_cmp(__be32 a32, __be64 a64, __be32 b32, __be64 b64)
@@ -52,7 +53,7 @@ static void cm_tw_timeout(struct work_struct *work)
 
 struct cm_tw *cm_tw_alloc(__be32 local_id)
 {
-	struct cm_tw *tw = kzalloc(sizeof(*tw), GFP_KERNEL);
+	struct cm_tw *tw = cm_fault() ? NULL : kzalloc(sizeof(*tw), GFP_KERNEL);
 
 	if (!tw)
 		return NULL;

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * ib_cm's test-only allocation fault hook (see cm_fault.h).
+ *
+ * debugfs, in <debugfs>/ib_cm/:
+ *   fail_nth  write N: the N-th allocation ib_cm attempts from now on, in
+ *             any task or context, fails; reading gives what is left of
+ *             the countdown (0: it fired, or nothing is armed)
+ *   faults    how many allocations were failed since the module loaded
+ *   cm_ids    how many local communication IDs exist (published or still
+ *             being created): 0 once every consumer has gone, so a sweep
+ *             can tell a leaked cm_id right after the step that leaked it
+ *
+ * A sweep writes N = 1, 2, ... and runs a scenario each time, until a run
+ * ends with the countdown unfired: that run met no fault and must succeed.
+ */
+#include <linux/atomic.h>
+#include <linux/debugfs.h>
+#include <linux/xarray.h>
+
+#include "cm_fault.h"
+#include "cm_priv.h"
+
+/* countdown to the failing allocation; 0 = disarmed */
+static atomic_t cm_fail_nth = ATOMIC_INIT(0);
+/* allocations failed on purpose since load */
+static atomic_t cm_faults = ATOMIC_INIT(0);
+static struct dentry *cm_fault_dir;
+
+/**
+ * cm_fault() - ask whether this allocation attempt is to fail
+ *
+ * Counts the attempt against the armed countdown.  Safe in any context.
+ *
+ * Return: true for the attempt that takes the countdown from 1 to 0.
+ */
+bool cm_fault(void)
+{
+	int left = atomic_read(&cm_fail_nth);
+
+	while (left > 0) {
+		if (!atomic_try_cmpxchg(&cm_fail_nth, &left, left - 1))
+			continue;
+		if (left != 1)
+			return false;
+		atomic_inc(&cm_faults);
+		return true;
+	}
+	return false;
+}
+
+static int cm_fault_ids_get(void *data, u64 *val)
+{
+	unsigned long index = 0;
+	u64 n = 0;
+
+	while (xa_find(&cmg.ids, &index, ULONG_MAX, XA_PRESENT)) {
+		n++;
+		if (index == ULONG_MAX)
+			break;
+		index++;
+	}
+	*val = n;
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(cm_fault_ids_fops, cm_fault_ids_get, NULL, "%llu\n");
+
+/**
+ * cm_fault_init() - publish the knobs in debugfs
+ *
+ * A missing debugfs only leaves the hook disarmed.
+ */
+void cm_fault_init(void)
+{
+	cm_fault_dir = debugfs_create_dir("ib_cm", NULL);
+	debugfs_create_atomic_t("fail_nth", 0600, cm_fault_dir, &cm_fail_nth);
+	debugfs_create_atomic_t("faults", 0400, cm_fault_dir, &cm_faults);
+	debugfs_create_file_unsafe("cm_ids", 0400, cm_fault_dir, NULL,
+				   &cm_fault_ids_fops);
+}
+
+/**
+ * cm_fault_exit() - remove the knobs and disarm
+ */
+void cm_fault_exit(void)
+{
+	debugfs_remove(cm_fault_dir);
+	atomic_set(&cm_fail_nth, 0);
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * Test-only fault injection for ib_cm's own allocation sites.
+ *
+ * In a test build (IB_CM_FAULT_INJECT, set by Kbuild for
+ * CONFIG_INFINIBAND_CM_TEST) every site where ib_cm allocates on the
+ * connect, accept, reject, disconnect and SIDR paths asks cm_fault()
+ * first and, when it answers true, behaves as if the allocation had
+ * failed.  The kernel's own fail-nth counts per task; ib_cm allocates in
+ * MAD handlers and its workqueue as much as in the caller's task, so this
+ * counter is global.  Other builds compile every call to "false".
+ */
+#ifndef _CM_FAULT_H
+#define _CM_FAULT_H
+
+#include <linux/types.h>
+
+#ifdef IB_CM_FAULT_INJECT
+bool cm_fault(void);
+void cm_fault_init(void);
+void cm_fault_exit(void);
+#else
+static inline bool cm_fault(void)
+{
+	return false;
+}
+
+static inline void cm_fault_init(void)
+{
+}
+
+static inline void cm_fault_exit(void)
+{
+}
+#endif
+
+#endif /* _CM_FAULT_H */
