@@ -4,21 +4,17 @@
  * listen/share/unlisten transitions, service ID assignment, and the
  * rejection of every call that the current state does not allow.  The
  * cm_ids are bound to a dummy ib_device that is only used as a key, so
- * nothing is ever sent.  Load after ib_cm.ko; init fails on any failure.
+ * nothing is ever sent.  Load after ib_cm.ko.  Reports through the
+ * shared harness (ib_selftest.h): KTAP from module_init, failing the load on
+ * any failure, or one KUnit result per case on a kernel with KUnit.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <rdma/ib_cm.h>
 
-static struct ib_device *fake_dev;
-static unsigned int problems;
+#include "ib_selftest.h"
 
-#define CHECK(cond) do {						\
-	if (!(cond)) {							\
-		pr_info("    # failed: %s (line %d)\n", #cond, __LINE__);	\
-		problems++;						\
-	}								\
-} while (0)
+static struct ib_device *fake_dev;
 
 static int handler_a(struct ib_cm_id *id, const struct ib_cm_event *ev)
 {
@@ -30,45 +26,43 @@ static int handler_b(struct ib_cm_id *id, const struct ib_cm_event *ev)
 	return 0;
 }
 
-static bool test_idle_rejects_everything(void)
+static void test_idle_rejects_everything(void)
 {
 	struct ib_cm_rep_param rep = {};
 	struct ib_qp_attr attr = {};
 	struct ib_cm_id *id;
 	int mask = 0;
 
-	problems = 0;
 	id = ib_create_cm_id(fake_dev, handler_a, NULL);
-	CHECK(!IS_ERR(id));
+	IBST_EXPECT(!IS_ERR(id));
 	if (IS_ERR(id))
-		return false;
-	CHECK(id->state == IB_CM_IDLE);
-	CHECK(id->remote_id == 0 && id->lap_state == IB_CM_LAP_UNINIT);
-	CHECK(id->remote_cm_qpn == 1);
-	CHECK(ib_send_cm_rep(id, &rep) == -EINVAL);
-	CHECK(ib_send_cm_rtu(id, NULL, 0) == -EINVAL);
-	CHECK(ib_send_cm_dreq(id, NULL, 0) == -EINVAL);
-	CHECK(ib_send_cm_drep(id, NULL, 0) == -EINVAL);
-	CHECK(ib_send_cm_rej(id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL,
-			     0) == -EINVAL);
-	CHECK(ib_send_cm_mra(id, 10, NULL, 0) == -EINVAL);
-	CHECK(ib_cm_notify(id, IB_EVENT_COMM_EST) == -EINVAL);
-	CHECK(ib_cm_notify(id, IB_EVENT_PATH_MIG) == -EINVAL);
-	CHECK(ib_cm_notify(id, IB_EVENT_QP_FATAL) == -EINVAL);
+		return;
+	IBST_EXPECT(id->state == IB_CM_IDLE);
+	IBST_EXPECT(id->remote_id == 0 && id->lap_state == IB_CM_LAP_UNINIT);
+	IBST_EXPECT(id->remote_cm_qpn == 1);
+	IBST_EXPECT(ib_send_cm_rep(id, &rep) == -EINVAL);
+	IBST_EXPECT(ib_send_cm_rtu(id, NULL, 0) == -EINVAL);
+	IBST_EXPECT(ib_send_cm_dreq(id, NULL, 0) == -EINVAL);
+	IBST_EXPECT(ib_send_cm_drep(id, NULL, 0) == -EINVAL);
+	IBST_EXPECT(ib_send_cm_rej(id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0,
+				   NULL, 0) == -EINVAL);
+	IBST_EXPECT(ib_send_cm_mra(id, 10, NULL, 0) == -EINVAL);
+	IBST_EXPECT(ib_cm_notify(id, IB_EVENT_COMM_EST) == -EINVAL);
+	IBST_EXPECT(ib_cm_notify(id, IB_EVENT_PATH_MIG) == -EINVAL);
+	IBST_EXPECT(ib_cm_notify(id, IB_EVENT_QP_FATAL) == -EINVAL);
 	attr.qp_state = IB_QPS_INIT;
-	CHECK(ib_cm_init_qp_attr(id, &attr, &mask) == -EINVAL);
+	IBST_EXPECT(ib_cm_init_qp_attr(id, &attr, &mask) == -EINVAL);
 	attr.qp_state = IB_QPS_RTR;
-	CHECK(ib_cm_init_qp_attr(id, &attr, &mask) == -EINVAL);
+	IBST_EXPECT(ib_cm_init_qp_attr(id, &attr, &mask) == -EINVAL);
 	attr.qp_state = IB_QPS_RTS;
-	CHECK(ib_cm_init_qp_attr(id, &attr, &mask) == -EINVAL);
+	IBST_EXPECT(ib_cm_init_qp_attr(id, &attr, &mask) == -EINVAL);
 	attr.qp_state = IB_QPS_SQD;
-	CHECK(ib_cm_init_qp_attr(id, &attr, &mask) == -EINVAL);
-	CHECK(id->state == IB_CM_IDLE);
+	IBST_EXPECT(ib_cm_init_qp_attr(id, &attr, &mask) == -EINVAL);
+	IBST_EXPECT(id->state == IB_CM_IDLE);
 	ib_destroy_cm_id(id);
-	return !problems;
 }
 
-static bool test_param_limits(void)
+static void test_param_limits(void)
 {
 	static u8 big[256];
 	struct sa_path_rec path = {};
@@ -78,21 +72,21 @@ static bool test_param_limits(void)
 	struct ib_cm_sidr_req_param sidr = {};
 	struct ib_cm_id *id;
 
-	problems = 0;
 	id = ib_create_cm_id(fake_dev, handler_a, NULL);
+	IBST_EXPECT(!IS_ERR(id));
 	if (IS_ERR(id))
-		return false;
+		return;
 	/* No primary path. */
-	CHECK(ib_send_cm_req(id, &req) == -EINVAL);
+	IBST_EXPECT(ib_send_cm_req(id, &req) == -EINVAL);
 	/* UD is not a connected service. */
 	req.primary_path = &path;
 	req.qp_type = IB_QPT_UD;
-	CHECK(ib_send_cm_req(id, &req) == -EINVAL);
+	IBST_EXPECT(ib_send_cm_req(id, &req) == -EINVAL);
 	/* Private data beyond the 92 bytes a REQ carries. */
 	req.qp_type = IB_QPT_RC;
 	req.private_data = big;
 	req.private_data_len = IB_CM_REQ_PRIVATE_DATA_SIZE + 1;
-	CHECK(ib_send_cm_req(id, &req) == -EINVAL);
+	IBST_EXPECT(ib_send_cm_req(id, &req) == -EINVAL);
 	/* Alternate path with a different P_Key. */
 	req.private_data_len = 0;
 	req.alternate_path = &path;
@@ -100,160 +94,134 @@ static bool test_param_limits(void)
 	req.primary_path = kmemdup(&path, sizeof(path), GFP_KERNEL);
 	if (req.primary_path) {
 		req.primary_path->pkey = cpu_to_be16(0x8001);
-		CHECK(ib_send_cm_req(id, &req) == -EINVAL);
+		IBST_EXPECT(ib_send_cm_req(id, &req) == -EINVAL);
 		kfree(req.primary_path);
 	}
-	CHECK(ib_send_cm_rtu(id, big, IB_CM_RTU_PRIVATE_DATA_SIZE + 1) ==
-	      -EINVAL);
-	CHECK(ib_send_cm_mra(id, 1, big, IB_CM_MRA_PRIVATE_DATA_SIZE + 1) ==
-	      -EINVAL);
-	CHECK(ib_send_cm_sidr_req(id, &sidr) == -EINVAL);
-	CHECK(id->state == IB_CM_IDLE);
+	IBST_EXPECT(ib_send_cm_rtu(id, big, IB_CM_RTU_PRIVATE_DATA_SIZE + 1) ==
+		    -EINVAL);
+	IBST_EXPECT(ib_send_cm_mra(id, 1, big,
+				   IB_CM_MRA_PRIVATE_DATA_SIZE + 1) == -EINVAL);
+	IBST_EXPECT(ib_send_cm_sidr_req(id, &sidr) == -EINVAL);
+	IBST_EXPECT(id->state == IB_CM_IDLE);
 	ib_destroy_cm_id(id);
-	return !problems;
 }
 
-static bool test_listen_transitions(void)
+static void test_listen_transitions(void)
 {
 	__be64 sid = cpu_to_be64(0x0000000001000123ULL);
 	struct ib_cm_id *a, *b;
 
-	problems = 0;
 	a = ib_create_cm_id(fake_dev, handler_a, NULL);
 	b = ib_create_cm_id(fake_dev, handler_b, NULL);
 	if (IS_ERR(a) || IS_ERR(b)) {
-		problems++;
+		IBST_FAIL("cannot create the cm_ids");
 		goto out;
 	}
-	CHECK(ib_cm_listen(a, sid) == 0);
-	CHECK(a->state == IB_CM_LISTEN && a->service_id == sid);
+	IBST_EXPECT(ib_cm_listen(a, sid) == 0);
+	IBST_EXPECT(a->state == IB_CM_LISTEN && a->service_id == sid);
 	/* A second listener on the same service ID and device: busy. */
-	CHECK(ib_cm_listen(b, sid) == -EBUSY);
-	CHECK(b->state == IB_CM_IDLE);
+	IBST_EXPECT(ib_cm_listen(b, sid) == -EBUSY);
+	IBST_EXPECT(b->state == IB_CM_IDLE);
 	/* Listening twice is not allowed. */
-	CHECK(ib_cm_listen(a, cpu_to_be64(0x42)) == -EINVAL);
+	IBST_EXPECT(ib_cm_listen(a, cpu_to_be64(0x42)) == -EINVAL);
 	/* A listener cannot connect. */
-	CHECK(ib_send_cm_dreq(a, NULL, 0) == -EINVAL);
+	IBST_EXPECT(ib_send_cm_dreq(a, NULL, 0) == -EINVAL);
 	ib_destroy_cm_id(a);
 	a = NULL;
 	/* Destroying the listener frees the service ID. */
-	CHECK(ib_cm_listen(b, sid) == 0);
+	IBST_EXPECT(ib_cm_listen(b, sid) == 0);
 out:
 	if (!IS_ERR_OR_NULL(a))
 		ib_destroy_cm_id(a);
 	if (!IS_ERR_OR_NULL(b))
 		ib_destroy_cm_id(b);
-	return !problems;
 }
 
-static bool test_service_id_assignment(void)
+static void test_service_id_assignment(void)
 {
 	struct ib_cm_id *a, *b;
 
-	problems = 0;
 	a = ib_create_cm_id(fake_dev, handler_a, NULL);
 	b = ib_create_cm_id(fake_dev, handler_a, NULL);
 	if (IS_ERR(a) || IS_ERR(b)) {
-		problems++;
+		IBST_FAIL("cannot create the cm_ids");
 		goto out;
 	}
 	/* The locally administered range is reserved for assignment. */
-	CHECK(ib_cm_listen(a, cpu_to_be64(0x0200000000000001ULL)) == -EINVAL);
-	CHECK(ib_cm_listen(a, IB_CM_ASSIGN_SERVICE_ID) == 0);
-	CHECK(ib_cm_listen(b, IB_CM_ASSIGN_SERVICE_ID) == 0);
-	CHECK((a->service_id & IB_SERVICE_ID_AGN_MASK) ==
-	      IB_CM_ASSIGN_SERVICE_ID);
-	CHECK(a->service_id != b->service_id);
+	IBST_EXPECT(ib_cm_listen(a, cpu_to_be64(0x0200000000000001ULL)) ==
+		    -EINVAL);
+	IBST_EXPECT(ib_cm_listen(a, IB_CM_ASSIGN_SERVICE_ID) == 0);
+	IBST_EXPECT(ib_cm_listen(b, IB_CM_ASSIGN_SERVICE_ID) == 0);
+	IBST_EXPECT((a->service_id & IB_SERVICE_ID_AGN_MASK) ==
+		    IB_CM_ASSIGN_SERVICE_ID);
+	IBST_EXPECT(a->service_id != b->service_id);
 out:
 	if (!IS_ERR(a))
 		ib_destroy_cm_id(a);
 	if (!IS_ERR(b))
 		ib_destroy_cm_id(b);
-	return !problems;
 }
 
-static bool test_shared_listen(void)
+static void test_shared_listen(void)
 {
 	__be64 sid = cpu_to_be64(0x0000000001000456ULL);
 	struct ib_cm_id *x, *y, *z, *w;
 
-	problems = 0;
 	x = ib_cm_insert_listen(fake_dev, handler_a, sid);
-	CHECK(!IS_ERR(x));
+	IBST_EXPECT(!IS_ERR(x));
 	if (IS_ERR(x))
-		return false;
-	CHECK(x->state == IB_CM_LISTEN);
+		return;
+	IBST_EXPECT(x->state == IB_CM_LISTEN);
 	/* Same handler, no context: the listener is shared. */
 	y = ib_cm_insert_listen(fake_dev, handler_a, sid);
-	CHECK(y == x);
+	IBST_EXPECT(y == x);
 	/* Another handler cannot share it. */
 	z = ib_cm_insert_listen(fake_dev, handler_b, sid);
-	CHECK(IS_ERR(z) && PTR_ERR(z) == -EINVAL);
+	IBST_EXPECT(IS_ERR(z) && PTR_ERR(z) == -EINVAL);
 	/* One share gone: still listening. */
 	ib_destroy_cm_id(x);
 	w = ib_create_cm_id(fake_dev, handler_b, NULL);
 	if (!IS_ERR(w)) {
-		CHECK(ib_cm_listen(w, sid) == -EBUSY);
+		IBST_EXPECT(ib_cm_listen(w, sid) == -EBUSY);
 		/* Last share gone: the service ID is free again. */
 		if (!IS_ERR(y))
 			ib_destroy_cm_id(y);
-		CHECK(ib_cm_listen(w, sid) == 0);
+		IBST_EXPECT(ib_cm_listen(w, sid) == 0);
 		ib_destroy_cm_id(w);
 	}
-	return !problems;
 }
 
-static bool test_reject_text(void)
+static void test_reject_text(void)
 {
-	problems = 0;
-	CHECK(strlen(ibcm_reject_msg(IB_CM_REJ_INVALID_SERVICE_ID)) > 0);
-	CHECK(strcmp(ibcm_reject_msg(IB_CM_REJ_STALE_CONN),
-		     ibcm_reject_msg(IB_CM_REJ_TIMEOUT)));
-	CHECK(!strcmp(ibcm_reject_msg(0), ibcm_reject_msg(1000)));
-	CHECK(strcmp(ibcm_reject_msg(1000), ibcm_reject_msg(IB_CM_REJ_NO_QP)));
-	return !problems;
+	IBST_EXPECT(strlen(ibcm_reject_msg(IB_CM_REJ_INVALID_SERVICE_ID)) > 0);
+	IBST_EXPECT(strcmp(ibcm_reject_msg(IB_CM_REJ_STALE_CONN),
+			   ibcm_reject_msg(IB_CM_REJ_TIMEOUT)));
+	IBST_EXPECT(!strcmp(ibcm_reject_msg(0), ibcm_reject_msg(1000)));
+	IBST_EXPECT(strcmp(ibcm_reject_msg(1000),
+			   ibcm_reject_msg(IB_CM_REJ_NO_QP)));
 }
 
-static const struct {
-	const char *name;
-	bool (*run)(void);
-} cases[] = {
+static const struct ibst_case cases[] = {
 	{ "idle_id_rejects_every_call", test_idle_rejects_everything },
 	{ "parameter_limits", test_param_limits },
 	{ "listen_transitions", test_listen_transitions },
 	{ "service_id_assignment", test_service_id_assignment },
 	{ "shared_listen", test_shared_listen },
 	{ "reject_reason_text", test_reject_text },
+	{}
 };
 
-static int __init cm_api_test_init(void)
+static int api_setup(void)
 {
-	unsigned int i, failed = 0;
-
 	fake_dev = kzalloc(sizeof(*fake_dev), GFP_KERNEL);
-	if (!fake_dev)
-		return -ENOMEM;
-	pr_info("KTAP version 1\n");
-	pr_info("1..%zu\n", ARRAY_SIZE(cases));
-	for (i = 0; i < ARRAY_SIZE(cases); i++) {
-		bool ok = cases[i].run();
-
-		if (!ok)
-			failed++;
-		pr_info("%s %u %s\n", ok ? "ok" : "not ok", i + 1,
-			cases[i].name);
-	}
-	kfree(fake_dev);
-	pr_info("# ib_cm api: %u passed, %u failed\n",
-		(unsigned int)ARRAY_SIZE(cases) - failed, failed);
-	return failed ? -EINVAL : 0;
+	return fake_dev ? 0 : -ENOMEM;
 }
 
-static void __exit cm_api_test_exit(void)
+static void api_teardown(void)
 {
+	kfree(fake_dev);
 }
 
-module_init(cm_api_test_init);
-module_exit(cm_api_test_exit);
+IBST_SUITE(ib_cm_api, cases, api_setup, api_teardown);
 MODULE_DESCRIPTION("ib_cm API state-machine self-test");
 MODULE_LICENSE("Dual BSD/GPL");

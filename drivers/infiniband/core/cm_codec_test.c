@@ -4,8 +4,9 @@
  *
  * Expected bytes are written out by hand from the IBTA vol 1 chapter 12
  * message tables (byte offset in the MAD = 24 byte MAD header + the offset
- * the table gives), not derived from the encoder.  Loading the module runs
- * every case; init fails with -EINVAL when any case fails.
+ * the table gives), not derived from the encoder.  Reports through the
+ * shared harness (ib_selftest.h): KTAP from module_init, failing the load on
+ * any failure, or one KUnit result per case on a kernel with KUnit.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -13,6 +14,7 @@
 
 #include "cm_codec.c"
 #include "cm_timewait.c"
+#include "ib_selftest.h"
 
 /* The TimeWait code under test reports expiries here. */
 struct cm_globals cmg;
@@ -33,41 +35,38 @@ void cm_tw_expired(__be32 local_id, __be32 remote_id, __be32 remote_qpn)
 }
 
 static u8 mad[256];
-static unsigned int bad_bytes;
 
 static void reset_mad(void)
 {
 	memset(mad, 0, sizeof(mad));
-	bad_bytes = 0;
 }
 
-/* Compare @len bytes at MAD offset @off with @want; log mismatches. */
-static void want(unsigned int off, const u8 *exp, unsigned int len)
+/* Compare @len bytes at MAD offset @off with @exp; count the mismatches. */
+static unsigned int want(unsigned int off, const u8 *exp, unsigned int len)
 {
-	unsigned int i;
+	unsigned int i, bad = 0;
 
 	for (i = 0; i < len; i++) {
 		if (mad[off + i] == exp[i])
 			continue;
-		pr_info("    # byte %u: got 0x%02x, expected 0x%02x\n", off + i,
-			mad[off + i], exp[i]);
-		bad_bytes++;
+		ibst_diag("byte %u: got 0x%02x, expected 0x%02x", off + i,
+			  mad[off + i], exp[i]);
+		bad++;
 	}
+	return bad;
 }
 
 #define WANT(off, ...) do {					\
 	static const u8 __e[] = { __VA_ARGS__ };		\
-	want(off, __e, sizeof(__e));				\
+	unsigned int __off = (off);				\
+	unsigned int __bad = want(__off, __e, sizeof(__e));	\
+								\
+	if (__bad)						\
+		IBST_FAIL("%u of %zu bytes differ from offset %u", \
+			  __bad, sizeof(__e), __off);		\
 } while (0)
 
-#define CHECK(cond) do {					\
-	if (!(cond)) {						\
-		pr_info("    # failed: %s (line %d)\n", #cond, __LINE__); \
-		bad_bytes++;					\
-	}							\
-} while (0)
-
-static bool test_header(void)
+static void test_header(void)
 {
 	reset_mad();
 	cmc_put_hdr((struct ib_mad_hdr *)mad, CM_DREQ_ATTR_ID,
@@ -77,7 +76,6 @@ static bool test_header(void)
 	WANT(8, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88);
 	WANT(16, 0x00, 0x15);
 	WANT(20, 0xa0, 0xb0, 0xc0, 0xd0);
-	return !bad_bytes;
 }
 
 static void fill_path(struct cmc_path *p, u8 seed)
@@ -135,7 +133,7 @@ static void fill_req(struct cmc_req *r)
 	r->pdata_len = sizeof(req_pdata);
 }
 
-static bool test_req_layout(void)
+static void test_req_layout(void)
 {
 	struct cmc_req r;
 
@@ -171,11 +169,10 @@ static bool test_req_layout(void)
 	WANT(163, 0xfc);
 	WANT(164, 0xee);				/* private data */
 	WANT(255, 0xdd);
-	CHECK(cmc_req_has_alt((struct cm_req_msg *)mad));
-	return !bad_bytes;
+	IBST_EXPECT(cmc_req_has_alt((struct cm_req_msg *)mad));
 }
 
-static bool test_req_roundtrip(void)
+static void test_req_roundtrip(void)
 {
 	struct cmc_req r, back;
 
@@ -183,35 +180,34 @@ static bool test_req_roundtrip(void)
 	reset_mad();
 	cmc_put_req((struct cm_req_msg *)mad, &r);
 	cmc_get_req((struct cm_req_msg *)mad, &back);
-	CHECK(back.local_comm_id == r.local_comm_id);
-	CHECK(back.vendor_id == r.vendor_id);
-	CHECK(back.service_id == r.service_id);
-	CHECK(back.local_qpn == r.local_qpn);
-	CHECK(back.remote_resp_timeout == r.remote_resp_timeout);
-	CHECK(back.transport == 1 && back.flow_ctrl == 1);
-	CHECK(back.local_resp_timeout == 0x13 && back.retry_count == 5);
-	CHECK(back.mtu == 4 && back.rnr_retry == 7);
-	CHECK(back.max_cm_retries == 15 && back.srq == 1);
-	CHECK(back.primary.flow_label == 0xabcde);
-	CHECK(back.primary.rate == 0x2a && back.primary.sl == 0xc);
-	CHECK(back.primary.subnet_local == 1);
-	CHECK(back.primary.ack_timeout == 0x11);
-	CHECK(!memcmp(&back.primary.remote_gid, &r.primary.remote_gid, 16));
-	CHECK(back.alt.local_lid == 0x9abc && back.sap_supported == 1);
-	CHECK(back.pdata == mad + 164 && back.pdata_len == 92);
-	return !bad_bytes;
+	IBST_EXPECT(back.local_comm_id == r.local_comm_id);
+	IBST_EXPECT(back.vendor_id == r.vendor_id);
+	IBST_EXPECT(back.service_id == r.service_id);
+	IBST_EXPECT(back.local_qpn == r.local_qpn);
+	IBST_EXPECT(back.remote_resp_timeout == r.remote_resp_timeout);
+	IBST_EXPECT(back.transport == 1 && back.flow_ctrl == 1);
+	IBST_EXPECT(back.local_resp_timeout == 0x13 && back.retry_count == 5);
+	IBST_EXPECT(back.mtu == 4 && back.rnr_retry == 7);
+	IBST_EXPECT(back.max_cm_retries == 15 && back.srq == 1);
+	IBST_EXPECT(back.primary.flow_label == 0xabcde);
+	IBST_EXPECT(back.primary.rate == 0x2a && back.primary.sl == 0xc);
+	IBST_EXPECT(back.primary.subnet_local == 1);
+	IBST_EXPECT(back.primary.ack_timeout == 0x11);
+	IBST_EXPECT(!memcmp(&back.primary.remote_gid, &r.primary.remote_gid,
+			    16));
+	IBST_EXPECT(back.alt.local_lid == 0x9abc && back.sap_supported == 1);
+	IBST_EXPECT(back.pdata == mad + 164 && back.pdata_len == 92);
 }
 
-static bool test_req_no_alt(void)
+static void test_req_no_alt(void)
 {
 	reset_mad();
-	CHECK(!cmc_req_has_alt((struct cm_req_msg *)mad));
+	IBST_EXPECT(!cmc_req_has_alt((struct cm_req_msg *)mad));
 	mad[24 + 97] = 1;	/* alternate local LID = 1 */
-	CHECK(cmc_req_has_alt((struct cm_req_msg *)mad));
-	return !bad_bytes;
+	IBST_EXPECT(cmc_req_has_alt((struct cm_req_msg *)mad));
 }
 
-static bool test_rep_layout(void)
+static void test_rep_layout(void)
 {
 	struct cmc_rep r = {
 		.local_comm_id = 0x01020304,
@@ -247,13 +243,13 @@ static bool test_rep_layout(void)
 	WANT(52, 1, 2, 3, 4, 5, 6, 7, 8);
 	WANT(60, 0x5a, 0xa5);
 	cmc_get_rep((struct cm_rep_msg *)mad, &back);
-	CHECK(back.vendor_id == 0x112233 && back.local_qpn == 0xa1b2c3);
-	CHECK(back.target_ack_delay == 0x1f && back.failover == 2);
-	CHECK(back.rnr_retry == 5 && back.srq == 1 && back.flow_ctrl == 1);
-	return !bad_bytes;
+	IBST_EXPECT(back.vendor_id == 0x112233 && back.local_qpn == 0xa1b2c3);
+	IBST_EXPECT(back.target_ack_delay == 0x1f && back.failover == 2);
+	IBST_EXPECT(back.rnr_retry == 5 && back.srq == 1);
+	IBST_EXPECT(back.flow_ctrl == 1);
 }
 
-static bool test_rej_layout(void)
+static void test_rej_layout(void)
 {
 	static const u8 ari[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 	struct cmc_rej r = {
@@ -277,12 +273,11 @@ static bool test_rej_layout(void)
 	WANT(36, 1, 2, 3, 4, 5, 6, 7, 8);
 	WANT(108, 0x77);
 	cmc_get_rej((struct cm_rej_msg *)mad, &back);
-	CHECK(back.reason == 28 && back.ari_len == 8);
-	CHECK(back.msg_rejected == CMC_MSG_OTHER);
-	return !bad_bytes;
+	IBST_EXPECT(back.reason == 28 && back.ari_len == 8);
+	IBST_EXPECT(back.msg_rejected == CMC_MSG_OTHER);
 }
 
-static bool test_mra_layout(void)
+static void test_mra_layout(void)
 {
 	struct cmc_mra r = {
 		.local_comm_id = 1,
@@ -296,12 +291,12 @@ static bool test_mra_layout(void)
 	WANT(24, 0, 0, 0, 1, 0, 0, 0, 2);
 	WANT(32, 0x40, 0xd0);	/* MRAed 1 << 6; timeout 0x1a << 3 */
 	cmc_get_mra((struct cm_mra_msg *)mad, &back);
-	CHECK(back.msg_mraed == CMC_MSG_REP && back.service_timeout == 0x1a);
-	CHECK(back.pdata == mad + 34);
-	return !bad_bytes;
+	IBST_EXPECT(back.msg_mraed == CMC_MSG_REP);
+	IBST_EXPECT(back.service_timeout == 0x1a);
+	IBST_EXPECT(back.pdata == mad + 34);
 }
 
-static bool test_short_messages(void)
+static void test_short_messages(void)
 {
 	static const u8 pd[] = { 0x42 };
 	struct cmc_ids ids = {
@@ -329,11 +324,10 @@ static bool test_short_messages(void)
 	WANT(24, 0, 0, 0, 3, 0, 0, 0, 4);
 	WANT(32, 0xfe, 0xdc, 0xba, 0x00, 0x42);	/* QPN/EECN, rsvd, data */
 	cmc_get_dreq((struct cm_dreq_msg *)mad, &dback);
-	CHECK(dback.remote_qpn == 0xfedcba && dback.pdata == mad + 36);
-	return !bad_bytes;
+	IBST_EXPECT(dback.remote_qpn == 0xfedcba && dback.pdata == mad + 36);
 }
 
-static bool test_sidr_layout(void)
+static void test_sidr_layout(void)
 {
 	static const u8 info[2] = { 0x99, 0x88 };
 	struct cmc_sidr_req q = {
@@ -365,13 +359,12 @@ static bool test_sidr_layout(void)
 	WANT(44, 0x11, 0x11, 0x22, 0x22);
 	WANT(48, 0x99, 0x88);
 	cmc_get_sidr_rep((struct cm_sidr_rep_msg *)mad, &back);
-	CHECK(back.status == IB_SIDR_NO_QP && back.qpn == 0xabcd);
-	CHECK(back.vendor_id == 0x123456 && back.info_len == 2);
-	CHECK(back.pdata == mad + 120);
-	return !bad_bytes;
+	IBST_EXPECT(back.status == IB_SIDR_NO_QP && back.qpn == 0xabcd);
+	IBST_EXPECT(back.vendor_id == 0x123456 && back.info_len == 2);
+	IBST_EXPECT(back.pdata == mad + 120);
 }
 
-static bool test_lap_apr_decode(void)
+static void test_lap_apr_decode(void)
 {
 	struct cmc_lap l;
 	struct cmc_apr a;
@@ -398,14 +391,15 @@ static bool test_lap_apr_decode(void)
 	mad[87] = 0x0c << 3;			/* ACK timeout 12 */
 	mad[88] = 0xaa;				/* private data */
 	cmc_get_lap((struct cm_lap_msg *)mad, &l);
-	CHECK(l.local_comm_id == 7 && l.remote_comm_id == 9);
-	CHECK(l.remote_qpn == 0x123456 && l.remote_resp_timeout == 14);
-	CHECK(l.alt.local_lid == 0x42 && l.alt.remote_lid == 0x43);
-	CHECK(l.alt.local_gid.raw[0] == 0xfe && l.alt.remote_gid.raw[15] == 1);
-	CHECK(l.alt.flow_label == 0x12345 && l.alt.tclass == 7);
-	CHECK(l.alt.hop_limit == 0x40 && l.alt.rate == 3);
-	CHECK(l.alt.sl == 5 && l.alt.subnet_local == 1);
-	CHECK(l.alt.ack_timeout == 12 && *(u8 *)l.pdata == 0xaa);
+	IBST_EXPECT(l.local_comm_id == 7 && l.remote_comm_id == 9);
+	IBST_EXPECT(l.remote_qpn == 0x123456 && l.remote_resp_timeout == 14);
+	IBST_EXPECT(l.alt.local_lid == 0x42 && l.alt.remote_lid == 0x43);
+	IBST_EXPECT(l.alt.local_gid.raw[0] == 0xfe);
+	IBST_EXPECT(l.alt.remote_gid.raw[15] == 1);
+	IBST_EXPECT(l.alt.flow_label == 0x12345 && l.alt.tclass == 7);
+	IBST_EXPECT(l.alt.hop_limit == 0x40 && l.alt.rate == 3);
+	IBST_EXPECT(l.alt.sl == 5 && l.alt.subnet_local == 1);
+	IBST_EXPECT(l.alt.ack_timeout == 12 && *(u8 *)l.pdata == 0xaa);
 
 	reset_mad();
 	mad[32] = 4;				/* additional info length */
@@ -413,44 +407,44 @@ static bool test_lap_apr_decode(void)
 	mad[36] = 0x5e;
 	mad[108] = 0x6f;
 	cmc_get_apr((struct cm_apr_msg *)mad, &a);
-	CHECK(a.info_len == 4 && a.status == IB_CM_APR_INVALID_LID);
-	CHECK(*(u8 *)a.info == 0x5e && *(u8 *)a.pdata == 0x6f);
-	return !bad_bytes;
+	IBST_EXPECT(a.info_len == 4 && a.status == IB_CM_APR_INVALID_LID);
+	IBST_EXPECT(*(u8 *)a.info == 0x5e && *(u8 *)a.pdata == 0x6f);
 }
 
-static bool test_qp_types(void)
+static void test_qp_types(void)
 {
 	u8 t, e;
 
 	reset_mad();
-	CHECK(!cmc_qp_type_to_wire(IB_QPT_RC, &t, &e) && t == 0 && e == 0);
-	CHECK(!cmc_qp_type_to_wire(IB_QPT_UC, &t, &e) && t == 1 && e == 0);
-	CHECK(!cmc_qp_type_to_wire(IB_QPT_XRC_INI, &t, &e) && t == 3 && e == 1);
-	CHECK(cmc_qp_type_to_wire(IB_QPT_UD, &t, &e) == -EINVAL);
-	CHECK(cmc_qp_type_from_wire(0, 0) == IB_QPT_RC);
-	CHECK(cmc_qp_type_from_wire(1, 0) == IB_QPT_UC);
-	CHECK(cmc_qp_type_from_wire(3, 1) == IB_QPT_XRC_TGT);
-	CHECK(cmc_qp_type_from_wire(2, 0) == 0);
-	return !bad_bytes;
+	IBST_EXPECT(!cmc_qp_type_to_wire(IB_QPT_RC, &t, &e));
+	IBST_EXPECT(t == 0 && e == 0);
+	IBST_EXPECT(!cmc_qp_type_to_wire(IB_QPT_UC, &t, &e));
+	IBST_EXPECT(t == 1 && e == 0);
+	IBST_EXPECT(!cmc_qp_type_to_wire(IB_QPT_XRC_INI, &t, &e));
+	IBST_EXPECT(t == 3 && e == 1);
+	IBST_EXPECT(cmc_qp_type_to_wire(IB_QPT_UD, &t, &e) == -EINVAL);
+	IBST_EXPECT(cmc_qp_type_from_wire(0, 0) == IB_QPT_RC);
+	IBST_EXPECT(cmc_qp_type_from_wire(1, 0) == IB_QPT_UC);
+	IBST_EXPECT(cmc_qp_type_from_wire(3, 1) == IB_QPT_XRC_TGT);
+	IBST_EXPECT(cmc_qp_type_from_wire(2, 0) == 0);
 }
 
-static bool test_timing(void)
+static void test_timing(void)
 {
 	reset_mad();
 	/* 2^15 + 2^15 = 2^16 */
-	CHECK(cmc_ack_timeout(15, 14) == 16);
+	IBST_EXPECT(cmc_ack_timeout(15, 14) == 16);
 	/* ACK delay negligible against 2 * 2^20 */
-	CHECK(cmc_ack_timeout(0, 20) == 21);
+	IBST_EXPECT(cmc_ack_timeout(0, 20) == 21);
 	/* 2^20 + 2^19: rounded up */
-	CHECK(cmc_ack_timeout(20, 18) == 21);
+	IBST_EXPECT(cmc_ack_timeout(20, 18) == 21);
 	/* 2^20 + 2^17: the larger term wins */
-	CHECK(cmc_ack_timeout(20, 16) == 20);
-	CHECK(cmc_ack_timeout(31, 31) == 31);
-	CHECK(cmc_iba_time_to_ms(0) == 1);
-	CHECK(cmc_iba_time_to_ms(9) == 2);
-	CHECK(cmc_iba_time_to_ms(18) == 1024);
-	CHECK(cmc_iba_time_to_ms(40) == 1U << 23);
-	return !bad_bytes;
+	IBST_EXPECT(cmc_ack_timeout(20, 16) == 20);
+	IBST_EXPECT(cmc_ack_timeout(31, 31) == 31);
+	IBST_EXPECT(cmc_iba_time_to_ms(0) == 1);
+	IBST_EXPECT(cmc_iba_time_to_ms(9) == 2);
+	IBST_EXPECT(cmc_iba_time_to_ms(18) == 1024);
+	IBST_EXPECT(cmc_iba_time_to_ms(40) == 1U << 23);
 }
 
 static struct cm_tw *tw_make(u32 lid, u32 rid, u32 qpn, u64 guid)
@@ -466,7 +460,7 @@ static struct cm_tw *tw_make(u32 lid, u32 rid, u32 qpn, u64 guid)
 }
 
 /* Duplicate (same remote ID) and stale (same remote QPN) detection. */
-static bool test_tw_conflicts(void)
+static void test_tw_conflicts(void)
 {
 	struct cm_tw *a, *b, *c, *d;
 
@@ -476,39 +470,39 @@ static bool test_tw_conflicts(void)
 	c = tw_make(3, 101, 0x200, 0xaa);	/* same remote QPN as a */
 	d = tw_make(4, 100, 0x200, 0xbb);	/* other CA: no conflict */
 	if (!a || !b || !c || !d) {
-		bad_bytes++;
+		IBST_FAIL("cannot allocate TimeWait records");
 		goto out;
 	}
 	spin_lock_irq(&cmg.lock);
-	CHECK(!cm_tw_insert_rid(a) && !cm_tw_insert_rqpn(a));
-	CHECK(cm_tw_insert_rid(b) == a);
-	CHECK(!cm_tw_insert_rid(c));
-	CHECK(cm_tw_insert_rqpn(c) == a);
-	CHECK(!cm_tw_insert_rid(d) && !cm_tw_insert_rqpn(d));
-	CHECK(cm_tw_find_rid(cpu_to_be64(0xaa), cpu_to_be32(100)) == a);
-	CHECK(cm_tw_find_rid(cpu_to_be64(0xbb), cpu_to_be32(100)) == d);
-	CHECK(!cm_tw_find_rid(cpu_to_be64(0xcc), cpu_to_be32(100)));
+	IBST_EXPECT(!cm_tw_insert_rid(a) && !cm_tw_insert_rqpn(a));
+	IBST_EXPECT(cm_tw_insert_rid(b) == a);
+	IBST_EXPECT(!cm_tw_insert_rid(c));
+	IBST_EXPECT(cm_tw_insert_rqpn(c) == a);
+	IBST_EXPECT(!cm_tw_insert_rid(d) && !cm_tw_insert_rqpn(d));
+	IBST_EXPECT(cm_tw_find_rid(cpu_to_be64(0xaa), cpu_to_be32(100)) == a);
+	IBST_EXPECT(cm_tw_find_rid(cpu_to_be64(0xbb), cpu_to_be32(100)) == d);
+	IBST_EXPECT(!cm_tw_find_rid(cpu_to_be64(0xcc), cpu_to_be32(100)));
 	cm_tw_unlink(a);
-	CHECK(!cm_tw_find_rid(cpu_to_be64(0xaa), cpu_to_be32(100)));
-	CHECK(!cm_tw_insert_rqpn(b));		/* QPN 0x300 is free */
+	IBST_EXPECT(!cm_tw_find_rid(cpu_to_be64(0xaa), cpu_to_be32(100)));
+	IBST_EXPECT(!cm_tw_insert_rqpn(b));		/* QPN 0x300 is free */
 	cm_tw_unlink(b);
 	cm_tw_unlink(c);
 	cm_tw_unlink(d);
-	CHECK(RB_EMPTY_ROOT(&cmg.rid_tree) && RB_EMPTY_ROOT(&cmg.rqpn_tree));
+	IBST_EXPECT(RB_EMPTY_ROOT(&cmg.rid_tree));
+	IBST_EXPECT(RB_EMPTY_ROOT(&cmg.rqpn_tree));
 	spin_unlock_irq(&cmg.lock);
 out:
 	cm_tw_free(a);
 	cm_tw_free(b);
 	cm_tw_free(c);
 	cm_tw_free(d);
-	return !bad_bytes;
 }
 
 /*
  * TimeWait: while waiting, the record keeps blocking its remote QPN; on
  * expiry it leaves both trees and reports the connection it belonged to.
  */
-static bool test_tw_expiry(void)
+static void test_tw_expiry(void)
 {
 	struct cm_tw *tw, *probe;
 	int i;
@@ -518,56 +512,53 @@ static bool test_tw_expiry(void)
 	tw = tw_make(7, 70, 0x700, 0x77);
 	probe = tw_make(8, 80, 0x700, 0x77);
 	if (!tw || !probe) {
-		bad_bytes++;
+		IBST_FAIL("cannot allocate TimeWait records");
 		goto out;
 	}
 	spin_lock_irq(&cmg.lock);
-	CHECK(!cm_tw_insert_rid(tw) && !cm_tw_insert_rqpn(tw));
+	IBST_EXPECT(!cm_tw_insert_rid(tw) && !cm_tw_insert_rqpn(tw));
 	cm_tw_start(tw, 50);
-	CHECK(cm_tw_insert_rqpn(probe) == tw);
+	IBST_EXPECT(cm_tw_insert_rqpn(probe) == tw);
 	spin_unlock_irq(&cmg.lock);
-	CHECK(tw_seen.calls == 0);
+	IBST_EXPECT(tw_seen.calls == 0);
 
 	for (i = 0; i < 100 && !tw_seen.calls; i++)
 		msleep(20);
-	CHECK(tw_seen.calls == 1);
-	CHECK(tw_seen.local_id == cpu_to_be32(7));
-	CHECK(tw_seen.remote_id == cpu_to_be32(70));
-	CHECK(tw_seen.remote_qpn == cpu_to_be32(0x700));
+	IBST_EXPECT(tw_seen.calls == 1);
+	IBST_EXPECT(tw_seen.local_id == cpu_to_be32(7));
+	IBST_EXPECT(tw_seen.remote_id == cpu_to_be32(70));
+	IBST_EXPECT(tw_seen.remote_qpn == cpu_to_be32(0x700));
 	spin_lock_irq(&cmg.lock);
-	CHECK(list_empty(&cmg.tw_list));
-	CHECK(!cm_tw_insert_rqpn(probe));
+	IBST_EXPECT(list_empty(&cmg.tw_list));
+	IBST_EXPECT(!cm_tw_insert_rqpn(probe));
 	cm_tw_unlink(probe);
 	spin_unlock_irq(&cmg.lock);
 out:
 	cm_tw_free(probe);
-	return !bad_bytes;
 }
 
 /* A record still waiting at module exit is cancelled and freed. */
-static bool test_tw_drain(void)
+static void test_tw_drain(void)
 {
 	struct cm_tw *tw;
 
 	reset_mad();
 	memset(&tw_seen, 0, sizeof(tw_seen));
 	tw = tw_make(9, 90, 0x900, 0x99);
-	if (!tw)
-		return false;
+	if (!tw) {
+		IBST_FAIL("cannot allocate a TimeWait record");
+		return;
+	}
 	spin_lock_irq(&cmg.lock);
-	CHECK(!cm_tw_insert_rid(tw));
+	IBST_EXPECT(!cm_tw_insert_rid(tw));
 	cm_tw_start(tw, 60000);
 	spin_unlock_irq(&cmg.lock);
 	cm_tw_drain();
-	CHECK(list_empty(&cmg.tw_list) && RB_EMPTY_ROOT(&cmg.rid_tree));
-	CHECK(tw_seen.calls == 0);
-	return !bad_bytes;
+	IBST_EXPECT(list_empty(&cmg.tw_list) && RB_EMPTY_ROOT(&cmg.rid_tree));
+	IBST_EXPECT(tw_seen.calls == 0);
 }
 
-static const struct {
-	const char *name;
-	bool (*run)(void);
-} cases[] = {
+static const struct ibst_case cases[] = {
 	{ "mad_header", test_header },
 	{ "req_layout", test_req_layout },
 	{ "req_roundtrip", test_req_roundtrip },
@@ -583,42 +574,26 @@ static const struct {
 	{ "timewait_conflicts", test_tw_conflicts },
 	{ "timewait_expiry", test_tw_expiry },
 	{ "timewait_drain", test_tw_drain },
+	{}
 };
 
-static int __init cm_codec_test_init(void)
+/* The globals the TimeWait code uses, as ib_cm's init makes them. */
+static int codec_setup(void)
 {
-	unsigned int i, failed = 0;
-
 	spin_lock_init(&cmg.lock);
 	INIT_LIST_HEAD(&cmg.tw_list);
 	cmg.rid_tree = RB_ROOT;
 	cmg.rqpn_tree = RB_ROOT;
 	cmg.wq = alloc_workqueue("ib_cm_test", 0, 1);
-	if (!cmg.wq)
-		return -ENOMEM;
+	return cmg.wq ? 0 : -ENOMEM;
+}
 
-	pr_info("KTAP version 1\n");
-	pr_info("1..%zu\n", ARRAY_SIZE(cases));
-	for (i = 0; i < ARRAY_SIZE(cases); i++) {
-		bool ok = cases[i].run();
-
-		if (!ok)
-			failed++;
-		pr_info("%s %u %s\n", ok ? "ok" : "not ok", i + 1,
-			cases[i].name);
-	}
+static void codec_teardown(void)
+{
 	cm_tw_drain();
 	destroy_workqueue(cmg.wq);
-	pr_info("# ib_cm codec: %u passed, %u failed\n",
-		(unsigned int)ARRAY_SIZE(cases) - failed, failed);
-	return failed ? -EINVAL : 0;
 }
 
-static void __exit cm_codec_test_exit(void)
-{
-}
-
-module_init(cm_codec_test_init);
-module_exit(cm_codec_test_exit);
+IBST_SUITE(ib_cm_codec, cases, codec_setup, codec_teardown);
 MODULE_DESCRIPTION("ib_cm codec and TimeWait self-test");
 MODULE_LICENSE("Dual BSD/GPL");

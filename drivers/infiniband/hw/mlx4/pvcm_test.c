@@ -3,19 +3,19 @@
  * White-box test of the mlx4_ib PV-CM id cache.
  *
  * The module builds the real cm.c (static functions included) with short
- * timeouts and fault injection, drives it with synthetic CM MADs through a
- * fake master device, and prints KTAP.  Loading fails with -EINVAL when any
- * check fails.  Every case ends by proving the cache empty.
+ * timeouts and fault injection and drives it with synthetic CM MADs through
+ * a fake master device.  Every case ends by proving the cache empty.  It
+ * reports through the harness shared with ib_cm's tests
+ * (drivers/infiniband/core/ib_selftest.h): KTAP from module_init, failing
+ * the load on any failure, or one KUnit result per case on a kernel with
+ * KUnit.
  */
 #define MLX4_IB_PVCM_TEST 1
 #define PVCM_DEBUGFS_ROOT "mlx4_ib_pvcm_test"
 #define PVCM_CACHE_NAME "mlx4_ib_pvcm_test"
 
 #include "cm.c"
-
-/* KTAP lines must start at the beginning of the message */
-#undef pr_fmt
-#define pr_fmt(fmt) fmt
+#include "../../core/ib_selftest.h"
 
 #include <linux/delay.h>
 #include <linux/kthread.h>
@@ -29,7 +29,6 @@
 
 static struct mlx4_ib_dev *t_dev;
 static struct mlx4_dev *t_mdev;
-static bool t_case_ok;
 
 #define t_pv (&t_dev->sriov.pvcm)
 
@@ -42,25 +41,6 @@ int mlx4_ib_find_real_gid(struct ib_device *ibdev, u32 port, __be64 guid)
 		return -1;
 	return id - T_GID_BASE;
 }
-
-#define T_EXPECT(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			pr_info("    # %s:%d: expected %s\n", __func__,	\
-				__LINE__, #cond);			\
-			t_case_ok = false;				\
-		}							\
-	} while (0)
-
-#define T_EXPECT_EQ(a, b)						\
-	do {								\
-		long long _a = (a), _b = (b);				\
-		if (_a != _b) {						\
-			pr_info("    # %s:%d: %s == %lld, expected %lld\n", \
-				__func__, __LINE__, #a, _a, _b);	\
-			t_case_ok = false;				\
-		}							\
-	} while (0)
 
 /* ---- synthetic MADs ---------------------------------------------------- */
 
@@ -160,19 +140,18 @@ static void t_settle(void)
 		if (!st.live && !st.timewait && !st.routes)
 			break;
 		if (time_after(jiffies, until)) {
-			pr_info("    # settle: live %llu timewait %llu routes %llu\n",
-				st.live, st.timewait, st.routes);
-			t_case_ok = false;
+			IBST_FAIL("settle: live %llu timewait %llu routes %llu",
+				  st.live, st.timewait, st.routes);
 			return;
 		}
 		msleep(20);
 	}
 	rcu_barrier();
-	T_EXPECT_EQ(st.allocated, st.freed);
-	T_EXPECT(xa_empty(&t_pv->pv_ids));
-	T_EXPECT_EQ(atomic_read(&t_pv->sl_ids.nelems), 0);
-	T_EXPECT_EQ(atomic_read(&t_pv->routes.nelems), 0);
-	T_EXPECT_EQ(atomic_long_read(&pvcm_objects), 0);
+	IBST_EXPECT_EQ(st.allocated, st.freed);
+	IBST_EXPECT(xa_empty(&t_pv->pv_ids));
+	IBST_EXPECT_EQ(atomic_read(&t_pv->sl_ids.nelems), 0);
+	IBST_EXPECT_EQ(atomic_read(&t_pv->routes.nelems), 0);
+	IBST_EXPECT_EQ(atomic_long_read(&pvcm_objects), 0);
 }
 
 static bool t_wait_freed(u32 pv_cm_id)
@@ -198,27 +177,27 @@ static void t_conn_active(void)
 	u32 pv;
 
 	pv = t_out(s, CM_REQ_ATTR_ID, 0x111, 0, &err);
-	T_EXPECT_EQ(err, 0);
-	T_EXPECT(pv != 0);
-	T_EXPECT_EQ(t_stats(s).live, 1);
+	IBST_EXPECT_EQ(err, 0);
+	IBST_EXPECT(pv != 0);
+	IBST_EXPECT_EQ(t_stats(s).live, 1);
 
 	t_mad(&mad, CM_REP_ATTR_ID, 0xaaa, pv);
-	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
-	T_EXPECT_EQ(to, s);
-	T_EXPECT_EQ(t_remote(&mad), 0x111);
-	T_EXPECT_EQ(t_local(&mad), 0xaaa);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, s);
+	IBST_EXPECT_EQ(t_remote(&mad), 0x111);
+	IBST_EXPECT_EQ(t_local(&mad), 0xaaa);
 
-	T_EXPECT_EQ(t_out(s, CM_RTU_ATTR_ID, 0x111, 0xaaa, &err), pv);
-	T_EXPECT_EQ(err, 0);
-	T_EXPECT_EQ(t_out(s, CM_DREQ_ATTR_ID, 0x111, 0xaaa, &err), pv);
-	T_EXPECT_EQ(t_stats(s).live, 0);
-	T_EXPECT_EQ(t_stats(s).timewait, 1);
+	IBST_EXPECT_EQ(t_out(s, CM_RTU_ATTR_ID, 0x111, 0xaaa, &err), pv);
+	IBST_EXPECT_EQ(err, 0);
+	IBST_EXPECT_EQ(t_out(s, CM_DREQ_ATTR_ID, 0x111, 0xaaa, &err), pv);
+	IBST_EXPECT_EQ(t_stats(s).live, 0);
+	IBST_EXPECT_EQ(t_stats(s).timewait, 1);
 
 	/* the reply still finds its way back during TimeWait */
 	t_mad(&mad, CM_DREP_ATTR_ID, 0xaaa, pv);
-	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
-	T_EXPECT_EQ(to, s);
-	T_EXPECT_EQ(t_remote(&mad), 0x111);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, s);
+	IBST_EXPECT_EQ(t_remote(&mad), 0x111);
 	t_settle();
 }
 
@@ -231,27 +210,27 @@ static void t_conn_passive(void)
 	u32 pv;
 
 	t_req_in(&mad, 0xbbb, T_PEER_GUID_A, s);
-	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
-	T_EXPECT_EQ(to, s);
-	T_EXPECT_EQ(t_local(&mad), 0xbbb);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, s);
+	IBST_EXPECT_EQ(t_local(&mad), 0xbbb);
 
 	pv = t_out(s, CM_REP_ATTR_ID, 0x222, 0xbbb, &err);
-	T_EXPECT_EQ(err, 0);
-	T_EXPECT(pv != 0);
+	IBST_EXPECT_EQ(err, 0);
+	IBST_EXPECT(pv != 0);
 
 	t_mad(&mad, CM_RTU_ATTR_ID, 0xbbb, pv);
-	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
-	T_EXPECT_EQ(to, s);
-	T_EXPECT_EQ(t_remote(&mad), 0x222);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, s);
+	IBST_EXPECT_EQ(t_remote(&mad), 0x222);
 
 	t_mad(&mad, CM_DREQ_ATTR_ID, 0xbbb, pv);
-	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
-	T_EXPECT_EQ(t_remote(&mad), 0x222);
-	T_EXPECT_EQ(t_stats(s).timewait, 1);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(t_remote(&mad), 0x222);
+	IBST_EXPECT_EQ(t_stats(s).timewait, 1);
 
-	T_EXPECT_EQ(t_out(s, CM_DREP_ATTR_ID, 0x222, 0xbbb, &err), pv);
-	T_EXPECT_EQ(err, 0);
-	T_EXPECT_EQ(t_stats(s).allocated, 1);
+	IBST_EXPECT_EQ(t_out(s, CM_DREP_ATTR_ID, 0x222, 0xbbb, &err), pv);
+	IBST_EXPECT_EQ(err, 0);
+	IBST_EXPECT_EQ(t_stats(s).allocated, 1);
 	t_settle();
 }
 
@@ -264,18 +243,18 @@ static void t_timewait(void)
 
 	pv = t_out(s, CM_REQ_ATTR_ID, 0x301, 0, &err);
 	t_out(s, CM_DREQ_ATTR_ID, 0x301, 0, &err);
-	T_EXPECT(xa_load(&t_pv->pv_ids, pv));
+	IBST_EXPECT(xa_load(&t_pv->pv_ids, pv));
 
 	/* point the cyclic allocator at the reserved id */
 	t_pv->pv_next = pv;
 	pv2 = t_out(s, CM_REQ_ATTR_ID, 0x302, 0, &err);
-	T_EXPECT_EQ(err, 0);
-	T_EXPECT(pv2 != pv);
+	IBST_EXPECT_EQ(err, 0);
+	IBST_EXPECT(pv2 != pv);
 
-	T_EXPECT(t_wait_freed(pv));
+	IBST_EXPECT(t_wait_freed(pv));
 	t_pv->pv_next = pv;
 	pv3 = t_out(s, CM_REQ_ATTR_ID, 0x303, 0, &err);
-	T_EXPECT_EQ(pv3, pv);
+	IBST_EXPECT_EQ(pv3, pv);
 
 	t_out(s, CM_DREQ_ATTR_ID, 0x302, 0, &err);
 	t_out(s, CM_DREQ_ATTR_ID, 0x303, 0, &err);
@@ -292,10 +271,10 @@ static void t_rej_in(void)
 
 	pv = t_out(s, CM_REQ_ATTR_ID, 0x401, 0, &err);
 	t_rej(&mad, 0xccc, pv, IB_CM_REJ_CONSUMER_DEFINED, NULL);
-	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
-	T_EXPECT_EQ(to, s);
-	T_EXPECT_EQ(t_remote(&mad), 0x401);
-	T_EXPECT_EQ(t_stats(s).timewait, 1);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, s);
+	IBST_EXPECT_EQ(t_remote(&mad), 0x401);
+	IBST_EXPECT_EQ(t_stats(s).timewait, 1);
 	t_settle();
 }
 
@@ -310,24 +289,24 @@ static void t_rej_out(void)
 	/* VF was active: REQ, then gives up with a REJ */
 	pv = t_out(s, CM_REQ_ATTR_ID, 0x501, 0, &err);
 	t_rej(&mad, 0x501, 0xddd, IB_CM_REJ_CONSUMER_DEFINED, NULL);
-	T_EXPECT_EQ(t_mux(s, &mad), 0);
-	T_EXPECT_EQ(t_local(&mad), pv);
+	IBST_EXPECT_EQ(t_mux(s, &mad), 0);
+	IBST_EXPECT_EQ(t_local(&mad), pv);
 
 	/* VF was passive: remote REQ, VF REP, then VF REJ */
 	t_req_in(&mad, 0xeee, T_PEER_GUID_A, s);
-	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
 	pv = t_out(s, CM_REP_ATTR_ID, 0x502, 0xeee, &err);
 	t_rej(&mad, 0x502, 0xeee, IB_CM_REJ_CONSUMER_DEFINED, NULL);
-	T_EXPECT_EQ(t_mux(s, &mad), 0);
-	T_EXPECT_EQ(t_local(&mad), pv);
-	T_EXPECT_EQ(t_stats(s).live, 0);
-	T_EXPECT_EQ(t_stats(s).timewait, 2);
+	IBST_EXPECT_EQ(t_mux(s, &mad), 0);
+	IBST_EXPECT_EQ(t_local(&mad), pv);
+	IBST_EXPECT_EQ(t_stats(s).live, 0);
+	IBST_EXPECT_EQ(t_stats(s).timewait, 2);
 
 	/* a REJ of a REQ the VF never answered maps nothing, passes as is */
 	t_rej(&mad, 0x503, 0xfff, IB_CM_REJ_CONSUMER_DEFINED, NULL);
-	T_EXPECT_EQ(t_mux(s, &mad), 0);
-	T_EXPECT_EQ(t_local(&mad), 0x503);
-	T_EXPECT_EQ(t_stats(s).allocated, 2);
+	IBST_EXPECT_EQ(t_mux(s, &mad), 0);
+	IBST_EXPECT_EQ(t_local(&mad), 0x503);
+	IBST_EXPECT_EQ(t_stats(s).allocated, 2);
 	t_settle();
 }
 
@@ -343,25 +322,25 @@ static void t_dreq_reuse(void)
 	t_out(s, CM_RTU_ATTR_ID, 0x601, 0x1, &err);
 	t_out(s, CM_DREQ_ATTR_ID, 0x601, 0x1, &err);
 	t_mad(&mad, CM_DREP_ATTR_ID, 0x1, pv1);
-	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
 
 	pv2 = t_out(s, CM_REQ_ATTR_ID, 0x601, 0, &err);
-	T_EXPECT_EQ(err, 0);
-	T_EXPECT(pv2 != pv1);
+	IBST_EXPECT_EQ(err, 0);
+	IBST_EXPECT(pv2 != pv1);
 	t_out(s, CM_RTU_ATTR_ID, 0x601, 0x2, &err);
 
 	/* the old connection's TimeWait ends: the new one must survive */
-	T_EXPECT(t_wait_freed(pv1));
-	T_EXPECT_EQ(t_out(s, CM_LAP_ATTR_ID, 0x601, 0x2, &err), pv2);
-	T_EXPECT_EQ(err, 0);
+	IBST_EXPECT(t_wait_freed(pv1));
+	IBST_EXPECT_EQ(t_out(s, CM_LAP_ATTR_ID, 0x601, 0x2, &err), pv2);
+	IBST_EXPECT_EQ(err, 0);
 	t_mad(&mad, CM_APR_ATTR_ID, 0x2, pv2);
-	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
-	T_EXPECT_EQ(t_remote(&mad), 0x601);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(t_remote(&mad), 0x601);
 
 	t_out(s, CM_DREQ_ATTR_ID, 0x601, 0x2, &err);
-	T_EXPECT_EQ(err, 0);
+	IBST_EXPECT_EQ(err, 0);
 	t_settle();
-	T_EXPECT_EQ(t_stats(s).freed, 2);
+	IBST_EXPECT_EQ(t_stats(s).freed, 2);
 }
 
 /* a reader's pin keeps the memory while the reaper frees the entry */
@@ -374,24 +353,24 @@ static void t_pin_vs_reap(void)
 
 	pv = t_out(s, CM_REQ_ATTR_ID, 0xe01, 0, &err);
 	e = pvcm_pin_pv(t_pv, pv);
-	T_EXPECT(e);
+	IBST_EXPECT(e);
 	if (!e)
 		return;
 	t_out(s, CM_DREQ_ATTR_ID, 0xe01, 0, &err);
-	T_EXPECT(t_wait_freed(pv));
+	IBST_EXPECT(t_wait_freed(pv));
 
 	/* unlinked, but not freed: the pin is the last reference */
 	rcu_barrier();
-	T_EXPECT_EQ(READ_ONCE(e->state), PVCM_DEAD);
-	T_EXPECT_EQ(refcount_read(&e->ref), 1);
-	T_EXPECT_EQ(atomic_long_read(&pvcm_objects), 1);
-	T_EXPECT(!pvcm_pin_pv(t_pv, pv));
-	T_EXPECT(!pvcm_pin_sl(t_pv, s, 0xe01));
+	IBST_EXPECT_EQ(READ_ONCE(e->state), PVCM_DEAD);
+	IBST_EXPECT_EQ(refcount_read(&e->ref), 1);
+	IBST_EXPECT_EQ(atomic_long_read(&pvcm_objects), 1);
+	IBST_EXPECT(!pvcm_pin_pv(t_pv, pv));
+	IBST_EXPECT(!pvcm_pin_sl(t_pv, s, 0xe01));
 
 	/* a late event on the dead entry changes nothing */
 	pvcm_event(t_pv, e, PVCM_EV_RELEASE);
-	T_EXPECT_EQ(t_stats(s).timewait, 0);
-	T_EXPECT(!xa_load(&t_pv->pv_ids, pv));
+	IBST_EXPECT_EQ(t_stats(s).timewait, 0);
+	IBST_EXPECT(!xa_load(&t_pv->pv_ids, pv));
 
 	pvcm_put(e);
 	t_settle();
@@ -406,11 +385,11 @@ static void t_never_rtu(void)
 
 	pv = t_out(s, CM_REP_ATTR_ID, 0x701, 0x9, &err);
 	pv2 = t_out(s, CM_REP_ATTR_ID, 0x701, 0x9, &err);	/* duplicate */
-	T_EXPECT_EQ(pv2, pv);
+	IBST_EXPECT_EQ(pv2, pv);
 	t_out(s, CM_REQ_ATTR_ID, 0x702, 0, &err);
-	T_EXPECT_EQ(t_stats(s).allocated, 2);
-	T_EXPECT_EQ(t_stats(s).live, 2);
-	T_EXPECT(t_wait_freed(pv));
+	IBST_EXPECT_EQ(t_stats(s).allocated, 2);
+	IBST_EXPECT_EQ(t_stats(s).live, 2);
+	IBST_EXPECT(t_wait_freed(pv));
 	t_settle();
 }
 
@@ -423,20 +402,20 @@ static void t_sidr(void)
 	u32 pv;
 
 	pv = t_out(s, CM_SIDR_REQ_ATTR_ID, 0x801, 0, &err);
-	T_EXPECT_EQ(err, 0);
-	T_EXPECT_EQ(t_stats(s).live, 1);
+	IBST_EXPECT_EQ(err, 0);
+	IBST_EXPECT_EQ(t_stats(s).live, 1);
 	t_mad(&mad, CM_SIDR_REP_ATTR_ID, pv, 0);
-	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
-	T_EXPECT_EQ(to, s);
-	T_EXPECT_EQ(t_remote(&mad), 0x801);
-	T_EXPECT_EQ(t_stats(s).live, 0);
-	T_EXPECT_EQ(t_stats(s).timewait, 1);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, s);
+	IBST_EXPECT_EQ(t_remote(&mad), 0x801);
+	IBST_EXPECT_EQ(t_stats(s).live, 0);
+	IBST_EXPECT_EQ(t_stats(s).timewait, 1);
 
 	/* the VF answers a remote SIDR_REQ: nothing to map */
 	t_mad(&mad, CM_SIDR_REP_ATTR_ID, 0x5151, 0);
-	T_EXPECT_EQ(t_mux(s, &mad), 0);
-	T_EXPECT_EQ(t_local(&mad), 0x5151);
-	T_EXPECT_EQ(t_stats(s).allocated, 1);
+	IBST_EXPECT_EQ(t_mux(s, &mad), 0);
+	IBST_EXPECT_EQ(t_local(&mad), 0x5151);
+	IBST_EXPECT_EQ(t_stats(s).allocated, 1);
 	t_settle();
 }
 
@@ -451,20 +430,20 @@ static void t_realloc(void)
 	pv1 = t_out(s, CM_REQ_ATTR_ID, 0x901, 0, &err);
 	t_out(s, CM_DREQ_ATTR_ID, 0x901, 0, &err);
 	pv2 = t_out(s, CM_REQ_ATTR_ID, 0x901, 0, &err);
-	T_EXPECT(pv1 != pv2);
-	T_EXPECT_EQ(t_stats(s).live, 1);
-	T_EXPECT_EQ(t_stats(s).timewait, 1);
+	IBST_EXPECT(pv1 != pv2);
+	IBST_EXPECT_EQ(t_stats(s).live, 1);
+	IBST_EXPECT_EQ(t_stats(s).timewait, 1);
 
 	e = xa_load(&t_pv->pv_ids, pv1);
-	T_EXPECT(e && !e->indexed && e->state == PVCM_TIMEWAIT);
+	IBST_EXPECT(e && !e->indexed && e->state == PVCM_TIMEWAIT);
 	e = xa_load(&t_pv->pv_ids, pv2);
-	T_EXPECT(e && e->indexed && e->state == PVCM_PENDING);
+	IBST_EXPECT(e && e->indexed && e->state == PVCM_PENDING);
 
 	/* the next DREQ ends the new connection, not the old one again */
-	T_EXPECT_EQ(t_out(s, CM_DREQ_ATTR_ID, 0x901, 0, &err), pv2);
-	T_EXPECT_EQ(t_stats(s).timewait, 2);
+	IBST_EXPECT_EQ(t_out(s, CM_DREQ_ATTR_ID, 0x901, 0, &err), pv2);
+	IBST_EXPECT_EQ(t_stats(s).timewait, 2);
 	t_settle();
-	T_EXPECT_EQ(t_stats(s).freed, 2);
+	IBST_EXPECT_EQ(t_stats(s).freed, 2);
 }
 
 /* a VF reset cleans that VF only, and not what it creates afterwards */
@@ -488,19 +467,19 @@ static void t_clean_slave(void)
 	local_irq_restore(flags);
 	/* the restarted VF reuses one of its ids before the clean work ran */
 	pvn = t_out(a, CM_REQ_ATTR_ID, 0xa00, 0, &err);
-	T_EXPECT_EQ(err, 0);
+	IBST_EXPECT_EQ(err, 0);
 	flush_work(&t_pv->clean_work);
 
-	T_EXPECT_EQ(t_stats(a).live, 1);
-	T_EXPECT_EQ(t_stats(a).timewait, 3);
-	T_EXPECT_EQ(t_stats(b).live, 2);
-	T_EXPECT_EQ(t_out(b, CM_LAP_ATTR_ID, 0xb00, 1, &err), pv);
-	T_EXPECT_EQ(err, 0);
-	T_EXPECT_EQ(t_out(a, CM_RTU_ATTR_ID, 0xa00, 1, &err), pvn);
-	T_EXPECT_EQ(err, 0);
+	IBST_EXPECT_EQ(t_stats(a).live, 1);
+	IBST_EXPECT_EQ(t_stats(a).timewait, 3);
+	IBST_EXPECT_EQ(t_stats(b).live, 2);
+	IBST_EXPECT_EQ(t_out(b, CM_LAP_ATTR_ID, 0xb00, 1, &err), pv);
+	IBST_EXPECT_EQ(err, 0);
+	IBST_EXPECT_EQ(t_out(a, CM_RTU_ATTR_ID, 0xa00, 1, &err), pvn);
+	IBST_EXPECT_EQ(err, 0);
 	/* a stale id of the old VF instance is gone */
 	t_out(a, CM_RTU_ATTR_ID, 0xa01, 1, &err);
-	T_EXPECT_EQ(err, -ENOENT);
+	IBST_EXPECT_EQ(err, -ENOENT);
 
 	mlx4_ib_cm_paravirt_clean(t_dev, a);
 	mlx4_ib_cm_paravirt_clean(t_dev, b);
@@ -518,28 +497,28 @@ static void t_cap(void)
 	pvcm_max_per_vf = 4;
 	for (i = 0; i < 4; i++) {
 		t_out(a, CM_REQ_ATTR_ID, 0xc00 + i, 0, &err);
-		T_EXPECT_EQ(err, 0);
+		IBST_EXPECT_EQ(err, 0);
 	}
 	t_out(a, CM_REQ_ATTR_ID, 0xc10, 0, &err);
-	T_EXPECT_EQ(err, -EDQUOT);
+	IBST_EXPECT_EQ(err, -EDQUOT);
 	t_out(b, CM_REQ_ATTR_ID, 0xc10, 0, &err);
-	T_EXPECT_EQ(err, 0);
+	IBST_EXPECT_EQ(err, 0);
 
 	/* TimeWait entries still count */
 	t_out(a, CM_DREQ_ATTR_ID, 0xc00, 0, &err);
 	t_out(a, CM_REQ_ATTR_ID, 0xc11, 0, &err);
-	T_EXPECT_EQ(err, -EDQUOT);
+	IBST_EXPECT_EQ(err, -EDQUOT);
 	st = t_stats(a);
-	T_EXPECT_EQ(st.cap_hits, 2);
-	T_EXPECT_EQ(st.dropped, 2);
-	T_EXPECT_EQ(st.allocated, 4);
-	T_EXPECT_EQ(t_stats(b).cap_hits, 0);
+	IBST_EXPECT_EQ(st.cap_hits, 2);
+	IBST_EXPECT_EQ(st.dropped, 2);
+	IBST_EXPECT_EQ(st.allocated, 4);
+	IBST_EXPECT_EQ(t_stats(b).cap_hits, 0);
 
 	mlx4_ib_cm_paravirt_clean(t_dev, a);
 	mlx4_ib_cm_paravirt_clean(t_dev, b);
 	t_settle();
 	t_out(a, CM_REQ_ATTR_ID, 0xc12, 0, &err);
-	T_EXPECT_EQ(err, 0);
+	IBST_EXPECT_EQ(err, 0);
 	t_out(a, CM_DREQ_ATTR_ID, 0xc12, 0, &err);
 	pvcm_max_per_vf = old;
 	t_settle();
@@ -555,28 +534,28 @@ static void t_rej_timeout_route(void)
 	int to;
 
 	t_req_in(&mad, 0x999, ga, a);
-	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
-	T_EXPECT_EQ(to, a);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, a);
 	t_req_in(&mad, 0x999, gb, b);
-	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
-	T_EXPECT_EQ(to, b);
-	T_EXPECT_EQ(t_stats(-1).routes, 2);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, b);
+	IBST_EXPECT_EQ(t_stats(-1).routes, 2);
 
 	t_rej(&mad, 0x999, 0, IB_CM_REJ_TIMEOUT, &gb);
-	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
-	T_EXPECT_EQ(to, b);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, b);
 	t_rej(&mad, 0x999, 0, IB_CM_REJ_TIMEOUT, &ga);
-	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
-	T_EXPECT_EQ(to, a);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, a);
 	t_rej(&mad, 0x999, 0, IB_CM_REJ_TIMEOUT, &gx);
-	T_EXPECT_EQ(t_dmx(&mad, &to), -ENOENT);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), -ENOENT);
 	/* remote id 0 never matches a pv id */
 	t_rej(&mad, 0x998, 0, IB_CM_REJ_CONSUMER_DEFINED, NULL);
-	T_EXPECT_EQ(t_dmx(&mad, &to), -ENOENT);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), -ENOENT);
 
 	/* a REQ for a GID no VF owns is dropped */
 	t_req_in(&mad, 0x997, ga, T_SLAVES + 3);
-	T_EXPECT_EQ(t_dmx(&mad, &to), -ENOENT);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), -ENOENT);
 	t_settle();
 }
 
@@ -592,42 +571,42 @@ static void t_malformed(void)
 
 	t_mad(&mad, cpu_to_be16(0x30), 0x1, 0x2);
 	orig = mad;
-	T_EXPECT_EQ(t_mux(s, &mad), -EINVAL);
-	T_EXPECT(!memcmp(&mad, &orig, sizeof(mad)));
+	IBST_EXPECT_EQ(t_mux(s, &mad), -EINVAL);
+	IBST_EXPECT(!memcmp(&mad, &orig, sizeof(mad)));
 	t_mad(&mad, cpu_to_be16(0x01), 0x1, 0x2);	/* ClassPortInfo */
-	T_EXPECT_EQ(t_mux(s, &mad), -EINVAL);
+	IBST_EXPECT_EQ(t_mux(s, &mad), -EINVAL);
 
 	t_mad(&mad, CM_REQ_ATTR_ID, 0x1, 0);
-	T_EXPECT_EQ(pvcm_multiplex(t_dev, T_PORT, s, &mad, 64), -EMSGSIZE);
+	IBST_EXPECT_EQ(pvcm_multiplex(t_dev, T_PORT, s, &mad, 64), -EMSGSIZE);
 	mad.mad_hdr.class_version = 1;
-	T_EXPECT_EQ(t_mux(s, &mad), -EPROTO);
+	IBST_EXPECT_EQ(t_mux(s, &mad), -EPROTO);
 	mad.mad_hdr.class_version = PVCM_CM_CLASS_VERSION;
 	mad.mad_hdr.mgmt_class = IB_MGMT_CLASS_SUBN_ADM;
-	T_EXPECT_EQ(t_mux(s, &mad), -EPROTO);
+	IBST_EXPECT_EQ(t_mux(s, &mad), -EPROTO);
 
 	/* ids not in the cache */
 	t_mad(&mad, CM_DREQ_ATTR_ID, 0x4242, 0x1);
-	T_EXPECT_EQ(t_mux(s, &mad), -ENOENT);
-	T_EXPECT_EQ(t_local(&mad), 0x4242);
+	IBST_EXPECT_EQ(t_mux(s, &mad), -ENOENT);
+	IBST_EXPECT_EQ(t_local(&mad), 0x4242);
 	t_mad(&mad, CM_RTU_ATTR_ID, 0x1, 0x7fff0001);
-	T_EXPECT_EQ(t_dmx(&mad, &to), -ENOENT);
-	T_EXPECT_EQ(t_remote(&mad), 0x7fff0001);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), -ENOENT);
+	IBST_EXPECT_EQ(t_remote(&mad), 0x7fff0001);
 
 	/* SIDR_REP has no local id of the sender's own */
 	t_mad(&mad, CM_SIDR_REP_ATTR_ID, 0x5, 0);
-	T_EXPECT_EQ(pvcm_local_id(&mad, &id), -EPROTO);
-	T_EXPECT_EQ(pvcm_set_local_id(&mad, 7), -EPROTO);
+	IBST_EXPECT_EQ(pvcm_local_id(&mad, &id), -EPROTO);
+	IBST_EXPECT_EQ(pvcm_set_local_id(&mad, 7), -EPROTO);
 	t_mad(&mad, CM_SIDR_REQ_ATTR_ID, 0x5, 0);
-	T_EXPECT_EQ(pvcm_remote_id(&mad, &id), -EPROTO);
+	IBST_EXPECT_EQ(pvcm_remote_id(&mad, &id), -EPROTO);
 
 	/* a slave number out of range */
 	t_mad(&mad, CM_REQ_ATTR_ID, 0x1, 0);
-	T_EXPECT_EQ(t_mux(MLX4_MFUNC_MAX, &mad), -EINVAL);
+	IBST_EXPECT_EQ(t_mux(MLX4_MFUNC_MAX, &mad), -EINVAL);
 
 	after = t_stats(s);
-	T_EXPECT_EQ(after.dropped - before.dropped, 6);
-	T_EXPECT_EQ(after.allocated, before.allocated);
-	T_EXPECT_EQ(atomic_long_read(&t_pv->dropped) - dev_before, 2);
+	IBST_EXPECT_EQ(after.dropped - before.dropped, 6);
+	IBST_EXPECT_EQ(after.allocated, before.allocated);
+	IBST_EXPECT_EQ(atomic_long_read(&t_pv->dropped) - dev_before, 2);
 	t_settle();
 }
 
@@ -645,31 +624,31 @@ static void t_fail_nth(void)
 		err = t_mux(s, &mad);
 		if (atomic_read(&pvcm_test_fail_nth)) {
 			/* fewer allocation sites than n: it must succeed */
-			T_EXPECT_EQ(err, 0);
+			IBST_EXPECT_EQ(err, 0);
 			pv = t_local(&mad);
 			atomic_set(&pvcm_test_fail_nth, 0);
 			break;
 		}
 		failures++;
-		T_EXPECT_EQ(err, -ENOMEM);
-		T_EXPECT_EQ(t_local(&mad), 0xf00 + n);
-		T_EXPECT_EQ(t_stats(s).live, 0);
+		IBST_EXPECT_EQ(err, -ENOMEM);
+		IBST_EXPECT_EQ(t_local(&mad), 0xf00 + n);
+		IBST_EXPECT_EQ(t_stats(s).live, 0);
 		rcu_barrier();
-		T_EXPECT_EQ(atomic_long_read(&pvcm_objects), 0);
-		T_EXPECT(xa_empty(&t_pv->pv_ids));
+		IBST_EXPECT_EQ(atomic_long_read(&pvcm_objects), 0);
+		IBST_EXPECT(xa_empty(&t_pv->pv_ids));
 	}
-	T_EXPECT_EQ(failures, 3);	/* entry, pv id, index */
-	T_EXPECT(pv != 0);
+	IBST_EXPECT_EQ(failures, 3);	/* entry, pv id, index */
+	IBST_EXPECT(pv != 0);
 	t_out(s, CM_DREQ_ATTR_ID, 0xf00 + n, 0, &err);
-	T_EXPECT_EQ(err, 0);
+	IBST_EXPECT_EQ(err, 0);
 
 	/* the REQ route is best effort: the REQ is still delivered */
 	atomic_set(&pvcm_test_fail_nth, 1);
 	t_req_in(&mad, 0xf77, T_PEER_GUID_A, s);
-	T_EXPECT_EQ(t_dmx(&mad, &to), 0);
-	T_EXPECT_EQ(to, s);
-	T_EXPECT_EQ(atomic_read(&pvcm_test_fail_nth), 0);
-	T_EXPECT_EQ(t_stats(-1).routes, 0);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, s);
+	IBST_EXPECT_EQ(atomic_read(&pvcm_test_fail_nth), 0);
+	IBST_EXPECT_EQ(t_stats(-1).routes, 0);
 	t_settle();
 }
 
@@ -708,23 +687,23 @@ static void t_kernel_fail_nth(void)
 		t_mad(&mad, CM_REQ_ATTR_ID, 0xe000 + n, 0);
 		err = t_nth_mux(s, &mad, n, &injected);
 		if (!injected) {
-			T_EXPECT_EQ(err, 0);
-			T_EXPECT_EQ(t_stats(s).live, 1);
+			IBST_EXPECT_EQ(err, 0);
+			IBST_EXPECT_EQ(t_stats(s).live, 1);
 			break;
 		}
 		if (err) {
 			failed++;
-			T_EXPECT_EQ(t_local(&mad), 0xe000 + n);
-			T_EXPECT_EQ(t_stats(s).live, 0);
+			IBST_EXPECT_EQ(t_local(&mad), 0xe000 + n);
+			IBST_EXPECT_EQ(t_stats(s).live, 0);
 		} else {
-			T_EXPECT_EQ(t_stats(s).live, 1);
+			IBST_EXPECT_EQ(t_stats(s).live, 1);
 			mlx4_ib_cm_paravirt_clean(t_dev, s);
 			t_settle();
 		}
 	}
-	pr_info("    # %u allocation(s) on the path, %u failed the REQ\n",
-		n - 1, failed);
-	T_EXPECT(n > 1 && n <= 1000);
+	ibst_diag("%u allocation(s) on the path, %u failed the REQ", n - 1,
+		  failed);
+	IBST_EXPECT(n > 1 && n <= 1000);
 	mlx4_ib_cm_paravirt_clean(t_dev, s);
 	t_settle();
 
@@ -735,17 +714,17 @@ static void t_kernel_fail_nth(void)
 		err = t_dmx(&mad, &to);
 		injected = !current->fail_nth;
 		current->fail_nth = 0;
-		T_EXPECT_EQ(err, 0);
-		T_EXPECT_EQ(to, s);
+		IBST_EXPECT_EQ(err, 0);
+		IBST_EXPECT_EQ(to, s);
 		if (!injected)
 			break;
 	}
-	T_EXPECT(n <= 1000);
+	IBST_EXPECT(n <= 1000);
 	mlx4_ib_cm_paravirt_clean(t_dev, s);
 	t_settle();
 	rcu_barrier();
-	T_EXPECT_EQ(atomic_long_read(&pvcm_objects), 0);
-	T_EXPECT(xa_empty(&t_pv->pv_ids));
+	IBST_EXPECT_EQ(atomic_long_read(&pvcm_objects), 0);
+	IBST_EXPECT(xa_empty(&t_pv->pv_ids));
 }
 #endif
 
@@ -760,19 +739,19 @@ static void t_counters(void)
 	t_out(2, CM_REQ_ATTR_ID, 0xd02, 0, &err);
 	t_out(2, CM_DREQ_ATTR_ID, 0xd02, 0, &err);
 	st = t_stats(2);
-	T_EXPECT_EQ(st.live, 0);
-	T_EXPECT_EQ(st.timewait, 1);
+	IBST_EXPECT_EQ(st.live, 0);
+	IBST_EXPECT_EQ(st.timewait, 1);
 	st = t_stats(-1);
-	T_EXPECT_EQ(st.live, 1);
-	T_EXPECT_EQ(st.timewait, 1);
-	T_EXPECT_EQ(st.allocated - st.freed, 2);
-	T_EXPECT_EQ(mlx4_ib_pvcm_get_stats(t_dev, MLX4_MFUNC_MAX, &st),
-		    -EINVAL);
+	IBST_EXPECT_EQ(st.live, 1);
+	IBST_EXPECT_EQ(st.timewait, 1);
+	IBST_EXPECT_EQ(st.allocated - st.freed, 2);
+	IBST_EXPECT_EQ(mlx4_ib_pvcm_get_stats(t_dev, MLX4_MFUNC_MAX, &st),
+		       -EINVAL);
 
 	d = debugfs_lookup("pvcm_test0", pvcm_debugfs_root);
-	T_EXPECT(!IS_ERR_OR_NULL(d));
+	IBST_EXPECT(!IS_ERR_OR_NULL(d));
 	dput(d);
-	T_EXPECT(!IS_ERR_OR_NULL(t_pv->debugfs));
+	IBST_EXPECT(!IS_ERR_OR_NULL(t_pv->debugfs));
 
 	t_out(1, CM_DREQ_ATTR_ID, 0xd01, 0, &err);
 	t_settle();
@@ -872,7 +851,7 @@ static void t_stress(void)
 	w[4].task = kthread_run(t_clean_thread, &w[4], "pvcm_clean");
 	for (i = 0; i < 5; i++)
 		if (IS_ERR(w[i].task)) {
-			T_EXPECT(!IS_ERR(w[i].task));
+			IBST_EXPECT(!IS_ERR(w[i].task));
 			w[i].task = NULL;
 		}
 	msleep(2000);
@@ -880,11 +859,11 @@ static void t_stress(void)
 		if (w[i].task)
 			kthread_stop(w[i].task);
 	for (i = 0; i < 5; i++) {
-		T_EXPECT_EQ(w[i].bad, 0);
-		pr_info("    # stress worker %d: %lu cycles, %lu misses\n", i,
-			w[i].cycles, w[i].misses);
+		IBST_EXPECT_EQ(w[i].bad, 0);
+		ibst_diag("stress worker %d: %lu cycles, %lu misses", i,
+			  w[i].cycles, w[i].misses);
 	}
-	T_EXPECT(w[0].cycles > 0 && w[4].cycles > 0);
+	IBST_EXPECT(w[0].cycles > 0 && w[4].cycles > 0);
 	for (i = 1; i <= 3; i++)
 		mlx4_ib_cm_paravirt_clean(t_dev, i);
 	t_settle();
@@ -892,12 +871,7 @@ static void t_stress(void)
 
 /* ---- runner ------------------------------------------------------------ */
 
-struct t_case {
-	const char *name;
-	void (*fn)(void);
-};
-
-static const struct t_case t_cases[] = {
+static const struct ibst_case t_cases[] = {
 	{ "conn_active_round_trip", t_conn_active },
 	{ "conn_passive_round_trip", t_conn_passive },
 	{ "timewait_reserves_pv_id", t_timewait },
@@ -918,10 +892,12 @@ static const struct t_case t_cases[] = {
 #endif
 	{ "counters_and_debugfs", t_counters },
 	{ "stress_mux_demux_clean", t_stress },
+	{}
 };
 
 static int t_setup(void)
 {
+	BUILD_BUG_ON(sizeof(struct pvcm_entry) > 48);
 	t_mdev = kzalloc(sizeof(*t_mdev), GFP_KERNEL);
 	t_dev = kzalloc(sizeof(*t_dev), GFP_KERNEL);
 	if (!t_mdev || !t_dev)
@@ -946,8 +922,12 @@ err:
 	return -ENOMEM;
 }
 
+/* entries left for the final clean must be freed by it */
 static void t_teardown(void)
 {
+	int err;
+
+	t_out(1, CM_REQ_ATTR_ID, 0x1, 0, &err);
 	mlx4_ib_cm_paravirt_clean(t_dev, -1);
 	mlx4_ib_cm_destroy();
 	kfree_const(t_dev->ib_dev.dev.kobj.name);
@@ -955,39 +935,6 @@ static void t_teardown(void)
 	kfree(t_mdev);
 }
 
-static int __init pvcm_test_init(void)
-{
-	unsigned int i, failed = 0;
-	int err;
-
-	BUILD_BUG_ON(sizeof(struct pvcm_entry) > 48);
-	if (t_setup())
-		return -ENOMEM;
-
-	pr_info("KTAP version 1\n");
-	pr_info("1..%zu\n", ARRAY_SIZE(t_cases));
-	for (i = 0; i < ARRAY_SIZE(t_cases); i++) {
-		t_case_ok = true;
-		t_cases[i].fn();
-		if (!t_case_ok)
-			failed++;
-		pr_info("%sok %u %s\n", t_case_ok ? "" : "not ", i + 1,
-			t_cases[i].name);
-	}
-
-	/* entries left for the final clean must be freed by it */
-	t_out(1, CM_REQ_ATTR_ID, 0x1, 0, &err);
-	t_teardown();
-	pr_info("# pvcm: %u of %zu cases failed\n", failed,
-		ARRAY_SIZE(t_cases));
-	return failed ? -EINVAL : 0;
-}
-
-static void __exit pvcm_test_exit(void)
-{
-}
-
-module_init(pvcm_test_init);
-module_exit(pvcm_test_exit);
+IBST_SUITE(mlx4_ib_pvcm, t_cases, t_setup, t_teardown);
 MODULE_DESCRIPTION("mlx4_ib PV-CM id cache test");
 MODULE_LICENSE("Dual BSD/GPL");
