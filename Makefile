@@ -39,7 +39,7 @@ build_dirs = $(foreach d,$(MODDIRS),$(if $(or $(findstring distro:,$(d)),\
 	$(wildcard $(TOP)/$(d)/Kbuild)),$(d)))
 
 .PHONY: all modules deps source check gates vm-test main help clean distclean \
-	patches dkms-deb bench-pvcm mutants replay check-debug
+	patches dkms-deb bench-pvcm bench-cm mutants replay check-debug
 
 all: modules
 
@@ -53,6 +53,8 @@ help:
 	@echo 'make patches      the kernel-style patch series, in build/patches'
 	@echo 'make dkms-deb     the DKMS package, in build/dkms'
 	@echo 'make bench-pvcm   benchmark: our PV-CM cache against the distro one'
+	@echo 'make bench-cm     benchmark: our ib_cm against the distro one (cmtime, ucmatose;'
+	@echo '                  BENCH_CM_ARGS="--conns 1000,10000 --passes 1" by default)'
 	@echo 'make mutants      cm.c mutants the PV-CM test module must kill'
 	@echo 'make replay       replay captured CM traffic through the PV-CM cache'
 	@echo 'make check-debug  the VM suites on a KASAN/lockdep/kmemleak kernel (slow first build)'
@@ -102,6 +104,12 @@ dkms-deb:
 # Benchmark (not a test): our PV-CM cache against the distro's, one guest.
 bench-pvcm: modules
 	@KDIR=$(KDIR) KREL=$(KREL) $(TOP)/tools/testing/bench/pvcm/run --skip-modules
+
+# Benchmark (not a test): our ib_cm against the distro's, one guest.
+BENCH_CM_ARGS ?=
+bench-cm: modules
+	@KREL=$(KREL) $(TOP)/tools/testing/bench/cm/run --build $(BUILD) \
+		--skip-modules $(BENCH_CM_ARGS)
 
 # Mutants of cm.c that the PV-CM test module must kill.
 mutants: modules

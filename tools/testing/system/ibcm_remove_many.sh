@@ -1,0 +1,225 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Guest test: remove the RDMA device again and again under load, through
+# our ib_cm.  Every round re-adds rxe0 and deletes it twice:
+#   live   while REMOVE_CONNS (50) ucmatose connections are established
+#          (client and server are stopped with SIGSTOP once both sides
+#          have all of them, so nothing disconnects on its own);
+#   setup  while cmtime is connecting REMOVE_SETUP (500) connections:
+#          0 to 0.4 s (by round) after it starts its connect phase, which
+#          lasts seconds under TCG (~230 REPs/s seen on a quiet host); the
+#          REPs seen by then must be fewer than the connections.
+# rxe cannot take user contexts away (no disassociate), so the removal
+# waits in the verbs layer for the processes; they are killed once rdma_cm
+# has given up its ids, which is what removal must survive.  Rounds:
+# REMOVE_ROUNDS (20).  Afterwards the CM must work on a new device and,
+# unless REMOVE_UNLOAD=0, ib_cm must unload without a leaked cm_id; the
+# rig's kernel-log check catches oopses, warnings and lockdep reports.
+
+# shellcheck source=SCRIPTDIR/../vm/guest-lib.sh
+. "$GUEST_LIB"
+
+ROUNDS=${REMOVE_ROUNDS:-20}
+NLIVE=${REMOVE_CONNS:-50}
+NSETUP=${REMOVE_SETUP:-500}
+UNLOAD=${REMOVE_UNLOAD:-1}
+P=/sys/class/infiniband/rxe0/ports/1
+PORT=7310
+
+# Results over all rounds: "round:reason" of every failure, per kind.
+live_bad="" setup_bad="" del_bad="" up_bad=""
+live_max=0 setup_max=0 del_max=0
+DELETE_LIMIT=600
+
+# reps: REPs received that were not retransmissions, one per connection.
+reps() {
+	local all dup
+
+	all=$(cat "$P/cm_rx_msgs/rep" 2> /dev/null || echo 0)
+	dup=$(cat "$P/cm_rx_duplicates/rep" 2> /dev/null || echo 0)
+	echo $((all - dup))
+}
+
+
+# connected: cm_ids rdma_cm has in the connected state.
+connected() {
+	rdma resource show cm_id 2> /dev/null | grep -c 'state CONNECT '
+}
+
+# remove_rxe ROUND KIND PIDS...: delete rxe0 while PIDS hold it; kill
+# them once the removal waits for their verbs contexts.  A removal that
+# fails or does not finish within DELETE_LIMIT is recorded in $del_bad.
+# (The limit is generous: on an overloaded host a TCG guest can stall for
+# tens of seconds; a real hang still ends the test with a failure.)
+remove_rxe() {
+	local round=$1 kind=$2 deleter rdmapid waited start took drc
+
+	shift 2
+	start=$(date +%s)
+	timeout -k 5 "$DELETE_LIMIT" rdma link delete rxe0 &
+	deleter=$!
+	# Wait until the deleter blocks in ib_uverbs: rdma_cm and the other
+	# clients that come before it are done then.
+	waited=no
+	while [ $(($(date +%s) - start)) -lt 120 ]; do
+		rdmapid=$(pgrep -P "$deleter" -x rdma)
+		if [ -n "$rdmapid" ] &&
+		   grep -q uverbs "/proc/$rdmapid/stack" 2> /dev/null; then
+			waited=yes
+			break
+		fi
+		kill -0 "$deleter" 2> /dev/null || break
+		sleep 0.2
+	done
+	kill -9 "$@" 2> /dev/null
+	wait "$@" 2> /dev/null
+	wait "$deleter"
+	drc=$?
+	took=$(($(date +%s) - start))
+	echo "# round $round $kind: rdma link delete status $drc after" \
+		"${took}s (waited in uverbs: $waited)"
+	if [ "$drc" != 0 ]; then
+		del_bad="$del_bad $round$kind:status$drc"
+		return 1
+	fi
+	[ "$took" -gt "$del_max" ] && del_max=$took
+	return 0
+}
+
+# by_clock SECS PID CMD...: retry CMD every half second while PID lives,
+# for at most SECS by the clock (wait_until counts tries, which stretch
+# when busy-polling tools starve the guest's shell).
+by_clock() {
+	local end=$(($(date +%s) + $1)) pid=$2
+
+	shift 2
+	while [ "$(date +%s)" -lt "$end" ]; do
+		"$@" && return 0
+		kill -0 "$pid" 2> /dev/null || return 1
+		sleep 0.5
+	done
+	return 1
+}
+
+# listening PORT: an rdma_cm id listens on PORT (a client that comes too
+# early is rejected: no service on that ID).
+listening() {
+	rdma resource show cm_id 2> /dev/null | grep -q "state LISTEN .*:$1 "
+}
+
+# stop_when_said PID FILE: SIGSTOP PID once FILE says it has all its
+# connections ("receiving data transfers").
+stop_when_said() {
+	by_clock 300 "$1" grep -q 'receiving data' "$2" && kill -STOP "$1"
+}
+
+# One removal under NLIVE established connections.
+round_live() {
+	local round=$1 port=$((PORT + 2 * $1)) spid cpid n
+
+	# The server waits for 1 message per QP, the client for 2: neither
+	# can finish, so the connections stay up until the device goes.
+	stdbuf -oL ucmatose -b "$MY_IP" -p "$port" -c "$NLIVE" -C 1 \
+		> /tmp/live-server.out 2>&1 &
+	spid=$!
+	by_clock 120 "$spid" listening "$port" || live_bad="$live_bad $round:nolisten"
+	stdbuf -oL ucmatose -s "$MY_IP" -p "$port" -c "$NLIVE" -C 2 \
+		> /tmp/live-client.out 2>&1 &
+	cpid=$!
+	# Both busy-poll their CQs once connected: stop each as soon as it
+	# says so, or the shell that watches them starves.
+	if stop_when_said "$spid" /tmp/live-server.out &&
+	   stop_when_said "$cpid" /tmp/live-client.out; then
+		:
+	else
+		live_bad="$live_bad $round:notconnected"
+		tail -n 2 /tmp/live-server.out /tmp/live-client.out |
+			sed -e 's/^/# /'
+	fi
+	n=$(connected)
+	echo "# round $round live: $n connected cm_ids (both ends)"
+	[ "$n" -gt "$live_max" ] && live_max=$n
+	[ "$n" -ge $((2 * NLIVE)) ] || live_bad="$live_bad $round:only$n"
+	remove_rxe "$round" live "$spid" "$cpid"
+}
+
+# One removal while cmtime is setting connections up.
+round_setup() {
+	local round=$1 port=$((PORT + 2 * $1 + 1)) spid cpid rep0 delay n
+
+	rep0=$(reps)
+	# How far into the connect phase to pull the device.
+	delay=0.$((round % 5))
+	cmtime -b "$MY_IP" -p "$port" > /tmp/setup-server.out 2>&1 &
+	spid=$!
+	by_clock 120 "$spid" listening "$port" || setup_bad="$setup_bad $round:nolisten"
+	stdbuf -oL cmtime -s "$MY_IP" -p "$port" -c "$NSETUP" \
+		> /tmp/setup-client.out 2>&1 &
+	cpid=$!
+	if by_clock 300 "$cpid" grep -q '^connecting' /tmp/setup-client.out; then
+		sleep "$delay"
+	else
+		setup_bad="$setup_bad $round:noconnect"
+	fi
+	n=$(($(reps) - rep0))
+	echo "# round $round setup: removal ${delay}s into the connect" \
+		"phase, after $n REPs"
+	[ "$n" -gt "$setup_max" ] && setup_max=$n
+	if ! kill -0 "$cpid" 2> /dev/null || [ "$n" -ge "$NSETUP" ]; then
+		setup_bad="$setup_bad $round:setupover"
+	fi
+	remove_rxe "$round" setup "$spid" "$cpid"
+	# cmtime 44's server may die of SIGSEGV here (bash reports it above):
+	# once its event channel fails it frees a node array that only its
+	# client has.  A user-space bug; the kernel log is what counts.
+}
+
+readd() {
+	if ! rxe_up > /dev/null; then
+		up_bad="$up_bad $1"
+		return 1
+	fi
+}
+
+start=$(date +%s)
+rxe_up || exit 1
+for round in $(seq 1 "$ROUNDS"); do
+	round_live "$round"
+	readd "$round" || break
+	round_setup "$round"
+	readd "$round" || break
+done
+took=$(($(date +%s) - start))
+echo "# $ROUNDS rounds in ${took}s; most connected cm_ids $live_max," \
+	"most REPs before a setup removal $setup_max"
+
+tap_check "$ROUNDS removals with $NLIVE live connections each${live_bad:+:$live_bad}" \
+	test -z "$live_bad"
+tap_check "$ROUNDS removals during connection setup${setup_bad:+:$setup_bad}" \
+	test -z "$setup_bad"
+tap_check "every removal completed (longest ${del_max}s)${del_bad:+:$del_bad}" \
+	test -z "$del_bad"
+tap_check "rxe0 came back after every removal${up_bad:+:$up_bad}" \
+	test -z "$up_bad"
+
+# The CM works on the last new device.
+rping -s -a "$MY_IP" -p 7309 -C 10 > /tmp/rm-after-server.out 2>&1 &
+server=$!
+sleep 3
+connect_retry 5 /tmp/rm-after-client.out \
+	run_with_timeout 60 rping -c -a "$MY_IP" -p 7309 -C 10 -v
+crc=$?
+wait "$server"
+tap_check "rping works on the new device" test "$crc" = 0
+
+if [ "$UNLOAD" = 1 ]; then
+	sleep 3
+	modprobe -r rdma_ucm ib_srpt ib_isert ib_iser ib_srp ib_ipoib rdma_cm \
+		iw_cm 2> /dev/null
+	rmmod ib_cm
+	tap_check "ib_cm unloads" test $? = 0
+	! dmesg | grep -qi 'ib_cm_id.*\(objects remaining\|still has objects\)'
+	tap_check "no cm_id left in the ib_cm_id cache" test $? = 0
+fi
+tap_done

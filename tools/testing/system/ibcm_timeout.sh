@@ -1,0 +1,69 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Guest test: a REQ nobody answers, in one guest.  A permanent neighbour
+# entry makes an unused address on the link (TIMEOUT_PEER, 10.11.0.77)
+# resolvable, so rdma_cm gets a route and our ib_cm sends the REQ; the
+# frames go to QEMU's restricted user network, which drops them.  rdma_cm
+# asks for 15 retries, so ib_cm must send the REQ 16 times, ~6 s apart,
+# then report IB_CM_REQ_ERROR, which rping sees as
+# RDMA_CM_EVENT_UNREACHABLE: a clean timeout within bounded time, never a
+# hang.  Then the CM must still connect to the guest's own address.  (The
+# two-guest form, with a real peer whose replies are filtered, is
+# ibcm_timeout_2vm.sh; this one costs one guest and about 2 minutes.)
+
+# shellcheck source=SCRIPTDIR/../vm/guest-lib.sh
+. "$GUEST_LIB"
+
+PEER=${TIMEOUT_PEER:-10.11.0.77}
+PORT=7401
+# rdma_cm asks for 15 retries; each try waits the remote CM response time
+# (iba 20: 4096 ms) plus two RoCE packet lifetimes (iba 18: 1024 ms each),
+# so 16 tries take at least 16 * 6144 ms = 98 s (105-113 s seen under TCG).
+RETRIES=15
+MIN=90
+LIMIT=240
+P=/sys/class/infiniband/rxe0/ports/1
+
+rxe_up || exit 1
+
+ip neigh replace "$PEER" lladdr 52:54:00:0b:00:77 dev "$VM_NETDEV" nud permanent
+tap_check "silent neighbour $PEER added" \
+	bash -c "ip neigh show $PEER | grep -q PERMANENT"
+
+retr0=$(cat $P/cm_tx_retries/req)
+tx0=$(cat $P/cm_tx_msgs/req)
+rx0=$(cat $P/cm_rx_msgs/req)
+start=$(date +%s)
+run_with_timeout "$LIMIT" rping -c -a "$PEER" -p "$PORT" -C 1 -v \
+	> /tmp/timeout-client.out 2>&1
+crc=$?
+took=$(($(date +%s) - start))
+retr=$(($(cat $P/cm_tx_retries/req) - retr0))
+tx=$(($(cat $P/cm_tx_msgs/req) - tx0))
+rx=$(($(cat $P/cm_rx_msgs/req) - rx0))
+echo "# rping to $PEER: status $crc after ${took}s; REQs sent $tx" \
+	"(retries $retr), received $rx"
+tail -n 3 /tmp/timeout-client.out | sed -e 's/^/# client: /'
+
+tap_check "client gave up by itself (no hang, < ${LIMIT}s)" \
+	test "$crc" != 0 -a "$crc" != 124 -a "$crc" != 137
+tap_check "rdma_cm reported the peer unreachable" \
+	grep -q 'RDMA_CM_EVENT_UNREACHABLE' /tmp/timeout-client.out
+tap_check "the REQ was sent $((RETRIES + 1)) times" \
+	test "$retr" = "$RETRIES" -a "$tx" = $((RETRIES + 1))
+tap_check "no REQ came back (the peer is silent)" test "$rx" = 0
+# Timers may fire late under load, never early.
+tap_check "the CM waited for all its retries (${took}s >= ${MIN}s)" \
+	test "$took" -ge "$MIN"
+
+ip neigh del "$PEER" dev "$VM_NETDEV"
+rping -s -a "$MY_IP" -p $((PORT + 1)) -C 5 > /tmp/timeout-server.out 2>&1 &
+server=$!
+sleep 2
+connect_retry 5 /tmp/timeout-client2.out \
+	run_with_timeout 60 rping -c -a "$MY_IP" -p $((PORT + 1)) -C 5 -v
+crc=$?
+wait "$server"
+tap_check "the CM still connects afterwards" test "$crc" = 0
+tap_done
