@@ -1,0 +1,1290 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * KTAP self-test of ib_cm's receive side on a real RoCE port (rdma_rxe in
+ * the test guests): how the connection state machine answers messages
+ * that a well-behaved peer sends once, and a lossy or restarted one sends
+ * again or too late.  Covered: duplicate REQ, REP, RTU and DREQ, stale
+ * connections (REQ or REP reusing a connected QP), REQs in TimeWait, MRA
+ * receipt and the timeout it extends, REJ and DREP receipt, TimeWait exit,
+ * LAP/APR (ignored on RoCE like the distribution CM does), ib_cm_notify()
+ * and the private data and ECE values carried to the consumer.
+ *
+ * Messages from the "peer" are built here and handed to ib_cm's receive
+ * handler through the test hook (cm_test_hook.c).  They claim to come from
+ * the port's own GID, so whatever the CM answers comes back to the CM
+ * itself, which drops it (no cm_id carries the peer's made-up IDs).  The
+ * connections this side starts use a path to a made-up GID and MAC, so
+ * their MADs leave on the wire and are never answered.  Observed: the
+ * events our handler records, cm_id states, and the per-port counters
+ * (cm_tx_msgs, cm_rx_duplicates, ... in sysfs).
+ *
+ * Load after ib_cm.ko (built with the hook) with an active RoCE port that
+ * runs a CM; init fails when any check fails.
+ */
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/delay.h>
+#include <linux/wait.h>
+#include <net/ipv6.h>
+#include <rdma/ib_cm.h>
+#include <rdma/ib_cache.h>
+
+/* The message packing helpers are not exported by ib_cm: link a copy. */
+#include "cm_codec.c"
+#include "cm_priv.h"
+#include "cm_test_hook.h"
+#include "ib_selftest.h"
+
+MODULE_IMPORT_NS(IB_CM_TEST);
+
+#define RX_MAD_SIZE	256
+#define RX_PDATA	8
+#define RX_MAX_EVENTS	32
+/* How long answers and late events are waited for. */
+#define RX_WAIT_MS	5000
+/* How long "nothing happens" is watched. */
+#define RX_QUIET_MS	300
+
+static struct ib_device *rx_dev;
+static u32 rx_port;
+static const struct ib_gid_attr *rx_gid;
+static union ib_gid rx_far_gid;
+static const u8 rx_far_mac[ETH_ALEN] = { 0x02, 0, 0, 0, 0, 0x99 };
+static u32 rx_serial;
+
+/* ------------------------------------------------------------------ */
+/* What the consumer saw                                               */
+
+struct rx_event {
+	struct ib_cm_id *id;
+	enum ib_cm_event_type type;
+	bool has_pdata;
+	u8 pdata[RX_PDATA];
+	struct ib_cm_id *listen_id;
+	u32 remote_qpn;
+	u32 starting_psn;
+	__be64 ca_guid;
+	u32 ece_vendor;
+	u32 ece_attr;
+	u16 rej_reason;
+	u8 service_timeout;
+};
+
+#define RX_MAX_NEW	8
+
+/*
+ * Protects rx_events, rx_nevents, rx_unclaimed and rx_nunclaimed; the
+ * CM's handler calls fill them.
+ */
+static DEFINE_SPINLOCK(rx_lock);
+static struct rx_event rx_events[RX_MAX_EVENTS];
+static unsigned int rx_nevents;
+/* IDs that REQs created and that no check took over (yet). */
+static struct ib_cm_id *rx_unclaimed[RX_MAX_NEW];
+static unsigned int rx_nunclaimed;
+static DECLARE_WAIT_QUEUE_HEAD(rx_wq);
+
+static void rx_note(struct rx_event *e, const struct ib_cm_event *ev)
+{
+	const struct ib_cm_req_event_param *req = &ev->param.req_rcvd;
+	const struct ib_cm_rep_event_param *rep = &ev->param.rep_rcvd;
+
+	lockdep_assert_held(&rx_lock);
+	if (ev->private_data) {
+		e->has_pdata = true;
+		memcpy(e->pdata, ev->private_data, RX_PDATA);
+	}
+	switch (ev->event) {
+	case IB_CM_REQ_RECEIVED:
+		e->listen_id = req->listen_id;
+		e->remote_qpn = req->remote_qpn;
+		e->starting_psn = req->starting_psn;
+		e->ca_guid = req->remote_ca_guid;
+		e->ece_vendor = req->ece.vendor_id;
+		e->ece_attr = req->ece.attr_mod;
+		break;
+	case IB_CM_REP_RECEIVED:
+		e->remote_qpn = rep->remote_qpn;
+		e->starting_psn = rep->starting_psn;
+		e->ca_guid = rep->remote_ca_guid;
+		e->ece_vendor = rep->ece.vendor_id;
+		e->ece_attr = rep->ece.attr_mod;
+		break;
+	case IB_CM_REJ_RECEIVED:
+		e->rej_reason = ev->param.rej_rcvd.reason;
+		break;
+	case IB_CM_MRA_RECEIVED:
+		e->service_timeout = ev->param.mra_rcvd.service_timeout;
+		break;
+	default:
+		break;
+	}
+}
+
+static int rx_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
+{
+	unsigned long flags;
+	int ret = 0;
+
+	spin_lock_irqsave(&rx_lock, flags);
+	if (rx_nevents < RX_MAX_EVENTS) {
+		struct rx_event *e = &rx_events[rx_nevents++];
+
+		memset(e, 0, sizeof(*e));
+		e->id = id;
+		e->type = ev->event;
+		rx_note(e, ev);
+	}
+	if (ev->event == IB_CM_REQ_RECEIVED) {
+		/* No room to track it: let the CM destroy it. */
+		if (rx_nunclaimed < RX_MAX_NEW)
+			rx_unclaimed[rx_nunclaimed++] = id;
+		else
+			ret = -ENOMEM;
+	}
+	spin_unlock_irqrestore(&rx_lock, flags);
+	wake_up(&rx_wq);
+	return ret;
+}
+
+/* The check owns @id from now on and destroys it itself. */
+static void rx_claim(struct ib_cm_id *id)
+{
+	unsigned long flags;
+	unsigned int i;
+
+	spin_lock_irqsave(&rx_lock, flags);
+	for (i = 0; i < rx_nunclaimed; i++) {
+		if (rx_unclaimed[i] == id) {
+			rx_unclaimed[i] = rx_unclaimed[--rx_nunclaimed];
+			break;
+		}
+	}
+	spin_unlock_irqrestore(&rx_lock, flags);
+}
+
+/*
+ * Forget the events of the check that ended, and destroy the IDs that REQs
+ * created against its expectations (e.g. a stale REQ that got through).
+ */
+static void rx_forget_events(void)
+{
+	struct ib_cm_id *left[RX_MAX_NEW];
+	unsigned long flags;
+	unsigned int i, n;
+
+	spin_lock_irqsave(&rx_lock, flags);
+	rx_nevents = 0;
+	n = rx_nunclaimed;
+	memcpy(left, rx_unclaimed, n * sizeof(left[0]));
+	rx_nunclaimed = 0;
+	spin_unlock_irqrestore(&rx_lock, flags);
+	for (i = 0; i < n; i++)
+		ib_destroy_cm_id(left[i]);
+}
+
+/* How many @type events @id got (any ID when NULL); copy the last one. */
+static unsigned int rx_count(struct ib_cm_id *id, enum ib_cm_event_type type,
+			     struct rx_event *last)
+{
+	unsigned int i, n = 0;
+	unsigned long flags;
+
+	spin_lock_irqsave(&rx_lock, flags);
+	for (i = 0; i < rx_nevents; i++) {
+		if (rx_events[i].type != type || (id && rx_events[i].id != id))
+			continue;
+		n++;
+		if (last)
+			*last = rx_events[i];
+	}
+	spin_unlock_irqrestore(&rx_lock, flags);
+	return n;
+}
+
+/* Wait for a @type event of @id; true when it came. */
+static bool rx_wait_event(struct ib_cm_id *id, enum ib_cm_event_type type,
+			  struct rx_event *e)
+{
+	wait_event_timeout(rx_wq, rx_count(id, type, NULL),
+			   msecs_to_jiffies(RX_WAIT_MS));
+	return rx_count(id, type, e) > 0;
+}
+
+/* Let queued receive work and answers looping back to the CM finish. */
+static void rx_quiesce(void)
+{
+	cm_test_flush();
+	msleep(RX_QUIET_MS);
+	cm_test_flush();
+}
+
+static long rx_ctr(unsigned int group, __be16 attr)
+{
+	return cm_test_counter(rx_dev, rx_port, group, attr);
+}
+
+/* Wait until a counter exceeds @old (sends are counted on completion). */
+static bool rx_ctr_rises(unsigned int group, __be16 attr, long old)
+{
+	unsigned int ms;
+
+	for (ms = 0; ms < RX_WAIT_MS; ms += 20) {
+		if (rx_ctr(group, attr) > old)
+			return true;
+		msleep(20);
+	}
+	return false;
+}
+
+static enum ib_cm_state rx_state(struct ib_cm_id *id)
+{
+	return READ_ONCE(id->state);
+}
+
+/* Wait until @id is no longer in @st; true when it left. */
+static bool rx_leaves(struct ib_cm_id *id, enum ib_cm_state st)
+{
+	unsigned int ms;
+
+	for (ms = 0; ms < RX_WAIT_MS; ms += 20) {
+		if (rx_state(id) != st)
+			return true;
+		msleep(20);
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------------ */
+/* The made-up peer and its messages                                   */
+
+struct rx_peer {
+	u32 comm_id;
+	u64 guid;
+	u32 qpn;
+	__be64 tid;
+};
+
+static void rx_new_peer(struct rx_peer *p)
+{
+	u32 n = ++rx_serial;
+
+	p->comm_id = 0x5ac00000 + n;
+	p->guid = 0x0002c903fe000000ULL + n;
+	p->qpn = 0x500000 + n;
+	p->tid = cpu_to_be64(0x7e57000000000000ULL + n);
+}
+
+static __be64 rx_sid(void)
+{
+	return cpu_to_be64(0x52580000ULL + ++rx_serial);
+}
+
+/* Eight bytes of private data that say which message carried them. */
+static void rx_pdata(u8 *buf, char tag)
+{
+	memcpy(buf, "rx-test", 7);
+	buf[7] = tag;
+}
+
+static int rx_inject(const void *mad)
+{
+	return cm_test_inject(rx_dev, rx_port, &rx_gid->gid, &rx_gid->gid,
+			      mad);
+}
+
+static int rx_send_req(const struct rx_peer *p, __be64 sid, char tag,
+		       u32 vendor, u32 attr_mod)
+{
+	u8 mad[RX_MAD_SIZE] = {}, pd[RX_PDATA];
+	struct cmc_req f = {
+		.local_comm_id = p->comm_id,
+		.vendor_id = vendor,
+		.service_id = be64_to_cpu(sid),
+		.local_ca_guid = p->guid,
+		.local_qpn = p->qpn,
+		.resp_resources = 4,
+		.init_depth = 4,
+		/* Long: our REP must not time out while a check runs. */
+		.remote_resp_timeout = 20,
+		.local_resp_timeout = 22,
+		.starting_psn = 0x123456,
+		.retry_count = 7,
+		.rnr_retry = 7,
+		.pkey = 0xffff,
+		.mtu = IB_MTU_1024,
+		.max_cm_retries = 15,
+		.pdata = pd,
+		.pdata_len = sizeof(pd),
+	};
+
+	rx_pdata(pd, tag);
+	cmc_qp_type_to_wire(IB_QPT_RC, &f.transport, &f.ext_transport);
+	f.primary.local_gid = rx_gid->gid;
+	f.primary.remote_gid = rx_gid->gid;
+	f.primary.hop_limit = 64;
+	f.primary.subnet_local = 1;
+	/* About 4 s of TimeWait once the connection ends. */
+	f.primary.ack_timeout = 20;
+	cmc_put_hdr((struct ib_mad_hdr *)mad, CM_REQ_ATTR_ID, p->tid, attr_mod);
+	cmc_put_req((struct cm_req_msg *)mad, &f);
+	return rx_inject(mad);
+}
+
+static int rx_send_rep(const struct rx_peer *p, struct ib_cm_id *to, char tag,
+		       u32 vendor, u32 attr_mod)
+{
+	u8 mad[RX_MAD_SIZE] = {}, pd[RX_PDATA];
+	struct cmc_rep f = {
+		.local_comm_id = p->comm_id,
+		.remote_comm_id = be32_to_cpu(to->local_id),
+		.local_qpn = p->qpn,
+		.vendor_id = vendor,
+		.starting_psn = 0x654321,
+		.resp_resources = 2,
+		.init_depth = 3,
+		.target_ack_delay = 10,
+		.rnr_retry = 6,
+		.local_ca_guid = p->guid,
+		.pdata = pd,
+		.pdata_len = sizeof(pd),
+	};
+
+	rx_pdata(pd, tag);
+	cmc_put_hdr((struct ib_mad_hdr *)mad, CM_REP_ATTR_ID, p->tid, attr_mod);
+	cmc_put_rep((struct cm_rep_msg *)mad, &f);
+	return rx_inject(mad);
+}
+
+static int rx_send_ids(__be16 attr, const struct rx_peer *p,
+		       struct ib_cm_id *to, char tag)
+{
+	u8 mad[RX_MAD_SIZE] = {}, pd[RX_PDATA];
+	struct cmc_ids f = {
+		.local_comm_id = p->comm_id,
+		.remote_comm_id = be32_to_cpu(to->local_id),
+		.pdata = pd,
+		.pdata_len = sizeof(pd),
+	};
+
+	rx_pdata(pd, tag);
+	cmc_put_hdr((struct ib_mad_hdr *)mad, attr, p->tid, 0);
+	if (attr == CM_RTU_ATTR_ID)
+		cmc_put_rtu((struct cm_rtu_msg *)mad, &f);
+	else
+		cmc_put_drep((struct cm_drep_msg *)mad, &f);
+	return rx_inject(mad);
+}
+
+/* A DREQ from @p to @local_id, naming @qpn as our QP. */
+static int rx_send_dreq(const struct rx_peer *p, __be32 local_id, u32 qpn,
+			char tag)
+{
+	u8 mad[RX_MAD_SIZE] = {}, pd[RX_PDATA];
+	struct cmc_dreq f = {
+		.local_comm_id = p->comm_id,
+		.remote_comm_id = be32_to_cpu(local_id),
+		.remote_qpn = qpn,
+		.pdata = pd,
+		.pdata_len = sizeof(pd),
+	};
+
+	rx_pdata(pd, tag);
+	cmc_put_hdr((struct ib_mad_hdr *)mad, CM_DREQ_ATTR_ID, p->tid, 0);
+	cmc_put_dreq((struct cm_dreq_msg *)mad, &f);
+	return rx_inject(mad);
+}
+
+static int rx_send_rej(const struct rx_peer *p, struct ib_cm_id *to,
+		       u8 what, u16 reason, char tag)
+{
+	u8 mad[RX_MAD_SIZE] = {}, pd[RX_PDATA];
+	__be64 guid = cpu_to_be64(p->guid);
+	struct cmc_rej f = {
+		.local_comm_id = p->comm_id,
+		.remote_comm_id = to ? be32_to_cpu(to->local_id) : 0,
+		.msg_rejected = what,
+		.reason = reason,
+		.pdata = pd,
+		.pdata_len = sizeof(pd),
+	};
+
+	/* A peer that gave up names itself by its CA GUID (IBTA 12.6.7). */
+	if (reason == IB_CM_REJ_TIMEOUT) {
+		f.ari = &guid;
+		f.ari_len = sizeof(guid);
+	}
+	rx_pdata(pd, tag);
+	cmc_put_hdr((struct ib_mad_hdr *)mad, CM_REJ_ATTR_ID, p->tid, 0);
+	cmc_put_rej((struct cm_rej_msg *)mad, &f);
+	return rx_inject(mad);
+}
+
+static int rx_send_mra(const struct rx_peer *p, struct ib_cm_id *to,
+		       u8 what, u8 service_timeout, char tag)
+{
+	u8 mad[RX_MAD_SIZE] = {}, pd[RX_PDATA];
+	struct cmc_mra f = {
+		.local_comm_id = p->comm_id,
+		.remote_comm_id = be32_to_cpu(to->local_id),
+		.msg_mraed = what,
+		.service_timeout = service_timeout,
+		.pdata = pd,
+		.pdata_len = sizeof(pd),
+	};
+
+	rx_pdata(pd, tag);
+	cmc_put_hdr((struct ib_mad_hdr *)mad, CM_MRA_ATTR_ID, p->tid, 0);
+	cmc_put_mra((struct cm_mra_msg *)mad, &f);
+	return rx_inject(mad);
+}
+
+/* LAP and APR: the codec only reads them; both start with the two IDs. */
+static int rx_send_lap_apr(__be16 attr, const struct rx_peer *p,
+			   struct ib_cm_id *to)
+{
+	u8 mad[RX_MAD_SIZE] = {};
+	u8 *body = mad + sizeof(struct ib_mad_hdr);
+
+	cmc_put_hdr((struct ib_mad_hdr *)mad, attr, p->tid, 0);
+	put_unaligned_be32(p->comm_id, body);
+	put_unaligned_be32(be32_to_cpu(to->local_id), body + 4);
+	return rx_inject(mad);
+}
+
+static bool rx_pdata_is(const struct rx_event *e, char tag)
+{
+	u8 want[RX_PDATA];
+
+	rx_pdata(want, tag);
+	return e->has_pdata && !memcmp(e->pdata, want, RX_PDATA);
+}
+
+/* ------------------------------------------------------------------ */
+/* Connections this side accepts (passive)                             */
+
+struct rx_passive {
+	struct rx_peer peer;
+	__be64 sid;
+	struct ib_cm_id *listen;
+	struct ib_cm_id *id;
+	u32 qpn;
+};
+
+/* Listen and receive the peer's REQ; ->id is the new cm_id. */
+static bool rx_passive_req(struct rx_passive *c)
+{
+	struct rx_event e = {};
+
+	memset(c, 0, sizeof(*c));
+	rx_new_peer(&c->peer);
+	c->sid = rx_sid();
+	c->qpn = 0x600000 + rx_serial;
+	c->listen = ib_create_cm_id(rx_dev, rx_handler, NULL);
+	if (IS_ERR(c->listen)) {
+		c->listen = NULL;
+		return false;
+	}
+	if (ib_cm_listen(c->listen, c->sid))
+		return false;
+	if (rx_send_req(&c->peer, c->sid, 'q', 0, 0))
+		return false;
+	cm_test_flush();
+	if (!rx_wait_event(NULL, IB_CM_REQ_RECEIVED, &e) ||
+	    e.listen_id != c->listen)
+		return false;
+	c->id = e.id;
+	rx_claim(c->id);
+	return rx_state(c->id) == IB_CM_REQ_RCVD;
+}
+
+static int rx_passive_rep(struct rx_passive *c)
+{
+	struct ib_cm_rep_param rep = {
+		.qp_num = c->qpn,
+		.starting_psn = 0x0abcde,
+		.responder_resources = 4,
+		.initiator_depth = 4,
+		.flow_control = 1,
+		.rnr_retry_count = 7,
+	};
+
+	return ib_send_cm_rep(c->id, &rep);
+}
+
+/* REQ, REP, RTU: the connection is ESTABLISHED. */
+static bool rx_passive_connect(struct rx_passive *c)
+{
+	if (!rx_passive_req(c) || rx_passive_rep(c))
+		return false;
+	if (rx_send_ids(CM_RTU_ATTR_ID, &c->peer, c->id, 'u'))
+		return false;
+	cm_test_flush();
+	return rx_wait_event(c->id, IB_CM_RTU_RECEIVED, NULL) &&
+	       rx_state(c->id) == IB_CM_ESTABLISHED;
+}
+
+/*
+ * Let the peer disconnect first, so that destroying the ID sends no DREQ
+ * (it would come back to the CM and count as a duplicate).
+ */
+static void rx_passive_end(struct rx_passive *c)
+{
+	if (c->id && rx_state(c->id) == IB_CM_ESTABLISHED &&
+	    !rx_send_dreq(&c->peer, c->id->local_id, c->qpn, 'x')) {
+		cm_test_flush();
+		if (rx_state(c->id) == IB_CM_DREQ_RCVD)
+			ib_send_cm_drep(c->id, NULL, 0);
+	}
+	if (c->id)
+		ib_destroy_cm_id(c->id);
+	if (c->listen)
+		ib_destroy_cm_id(c->listen);
+	c->id = NULL;
+	c->listen = NULL;
+	rx_quiesce();
+	rx_forget_events();
+}
+
+/* ------------------------------------------------------------------ */
+/* Connections this side starts (active), towards a GID nobody has     */
+
+struct rx_active {
+	struct rx_peer peer;
+	struct ib_cm_id *id;
+	struct sa_path_rec path;
+	struct sa_path_rec alt;
+};
+
+static void rx_far_path(struct sa_path_rec *p, u8 life)
+{
+	memset(p, 0, sizeof(*p));
+	p->rec_type = sa_conv_gid_to_pathrec_type(rx_gid->gid_type);
+	p->sgid = rx_gid->gid;
+	p->dgid = rx_far_gid;
+	p->pkey = cpu_to_be16(0xffff);
+	p->mtu = IB_MTU_1024;
+	p->rate = IB_RATE_10_GBPS;
+	p->packet_life_time = life;
+	p->hop_limit = 64;
+	p->reversible = 1;
+	/* Resolved already: no neighbour lookup for the made-up peer. */
+	p->roce.route_resolved = true;
+	sa_path_set_dmac(p, (u8 *)rx_far_mac);
+}
+
+/*
+ * Send a REQ; @resp_timeout and @retries bound how long it waits for an
+ * answer.  ->id is REQ_SENT on success.
+ */
+static bool rx_active_req(struct rx_active *c, u8 resp_timeout, u8 retries,
+			  bool with_alt)
+{
+	struct ib_cm_req_param req = {
+		.primary_path = &c->path,
+		.ppath_sgid_attr = rx_gid,
+		.qp_num = 0x700000 + rx_serial,
+		.qp_type = IB_QPT_RC,
+		.starting_psn = 0x111111,
+		.responder_resources = 4,
+		.initiator_depth = 4,
+		.remote_cm_response_timeout = resp_timeout,
+		.local_cm_response_timeout = 20,
+		.flow_control = 1,
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+		.max_cm_retries = retries,
+	};
+
+	memset(c, 0, sizeof(*c));
+	rx_new_peer(&c->peer);
+	rx_far_path(&c->path, 14);
+	if (with_alt) {
+		rx_far_path(&c->alt, 14);
+		req.alternate_path = &c->alt;
+	}
+	req.service_id = rx_sid();
+	c->id = ib_create_cm_id(rx_dev, rx_handler, NULL);
+	if (IS_ERR(c->id)) {
+		c->id = NULL;
+		return false;
+	}
+	return !ib_send_cm_req(c->id, &req) &&
+	       rx_state(c->id) == IB_CM_REQ_SENT;
+}
+
+/* REQ, the peer's REP, our RTU: ESTABLISHED. */
+static bool rx_active_connect(struct rx_active *c, bool with_alt)
+{
+	if (!rx_active_req(c, 20, 15, with_alt))
+		return false;
+	if (rx_send_rep(&c->peer, c->id, 'p', 0, 0))
+		return false;
+	cm_test_flush();
+	if (!rx_wait_event(c->id, IB_CM_REP_RECEIVED, NULL))
+		return false;
+	return !ib_send_cm_rtu(c->id, NULL, 0) &&
+	       rx_state(c->id) == IB_CM_ESTABLISHED;
+}
+
+static void rx_active_end(struct rx_active *c)
+{
+	if (c->id)
+		ib_destroy_cm_id(c->id);
+	c->id = NULL;
+	rx_quiesce();
+	rx_forget_events();
+}
+
+/* ------------------------------------------------------------------ */
+/* Checks                                                              */
+
+/* A REQ reaches the listener with everything the peer put in it. */
+static void test_req_event(void)
+{
+	long rx = rx_ctr(CM_CTR_RX, CM_REQ_ATTR_ID);
+	struct ib_cm_id *listen;
+	struct rx_peer peer;
+	struct rx_event e = {};
+	__be64 sid = rx_sid();
+	u8 want[RX_PDATA];
+
+	rx_new_peer(&peer);
+	listen = ib_create_cm_id(rx_dev, rx_handler, NULL);
+	IBST_EXPECT(!IS_ERR(listen));
+	if (IS_ERR(listen))
+		return;
+	IBST_EXPECT(ib_cm_listen(listen, sid) == 0);
+	IBST_EXPECT(rx_send_req(&peer, sid, 'R', 0xabcdef, 0x5a5a0001) == 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(NULL, IB_CM_REQ_RECEIVED, &e));
+	IBST_EXPECT(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL) == 1);
+	IBST_EXPECT(e.listen_id == listen);
+	IBST_EXPECT(e.id && e.id != listen);
+	IBST_EXPECT(e.remote_qpn == peer.qpn);
+	IBST_EXPECT(e.starting_psn == 0x123456);
+	IBST_EXPECT(e.ca_guid == cpu_to_be64(peer.guid));
+	IBST_EXPECT(e.ece_vendor == 0xabcdef);
+	IBST_EXPECT(e.ece_attr == 0x5a5a0001);
+	rx_pdata(want, 'R');
+	IBST_EXPECT(e.has_pdata && !memcmp(e.pdata, want, RX_PDATA));
+	IBST_EXPECT(rx_ctr(CM_CTR_RX, CM_REQ_ATTR_ID) == rx + 1);
+	if (e.id) {
+		IBST_EXPECT(rx_state(e.id) == IB_CM_REQ_RCVD);
+		IBST_EXPECT(e.id->remote_id == cpu_to_be32(peer.comm_id));
+		IBST_EXPECT(e.id->service_id == sid);
+		rx_claim(e.id);
+		ib_destroy_cm_id(e.id);
+	}
+	ib_destroy_cm_id(listen);
+	rx_quiesce();
+	rx_forget_events();
+}
+
+/* A REQ for a service nobody listens to is refused, never delivered. */
+static void test_req_no_listener(void)
+{
+	long rej = rx_ctr(CM_CTR_TX, CM_REJ_ATTR_ID);
+	struct rx_peer peer;
+
+	rx_new_peer(&peer);
+	IBST_EXPECT(rx_send_req(&peer, rx_sid(), 'r', 0, 0) == 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_REJ_ATTR_ID, rej));
+	IBST_EXPECT(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL) == 0);
+	rx_quiesce();
+	rx_forget_events();
+}
+
+/*
+ * A peer that timed out waiting for our REP rejects with reason TIMEOUT
+ * and only its CA GUID to go by: the ID is found through its TimeWait
+ * record and goes back to IDLE.
+ */
+static void test_rej_timeout(void)
+{
+	struct rx_passive c;
+	struct rx_event e = {};
+
+	IBST_EXPECT(rx_passive_req(&c));
+	if (ibst_case_failed())
+		goto out;
+	IBST_EXPECT(!rx_send_rej(&c.peer, NULL, CMC_MSG_OTHER,
+				 IB_CM_REJ_TIMEOUT, 'T'));
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(c.id, IB_CM_REJ_RECEIVED, &e));
+	IBST_EXPECT(e.rej_reason == IB_CM_REJ_TIMEOUT);
+	IBST_EXPECT(rx_pdata_is(&e, 'T'));
+	IBST_EXPECT(rx_state(c.id) == IB_CM_IDLE);
+out:
+	rx_passive_end(&c);
+}
+
+/* A repeated REQ is counted, not delivered; after our MRA it gets the MRA. */
+static void test_dup_req(void)
+{
+	struct rx_passive c;
+	long dups, mra;
+
+	IBST_EXPECT(rx_passive_req(&c));
+	if (ibst_case_failed())
+		goto out;
+	rx_quiesce();
+	dups = rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID);
+	mra = rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID);
+
+	/* REQ_RCVD: nothing to repeat yet. */
+	IBST_EXPECT(rx_send_req(&c.peer, c.sid, 'q', 0, 0) == 0);
+	rx_quiesce();
+	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID) == dups + 1);
+	IBST_EXPECT(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL) == 1);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_REQ_RCVD);
+	IBST_EXPECT(rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID) == mra);
+
+	/* MRA_REQ_SENT: the duplicate is answered with our MRA again. */
+	IBST_EXPECT(ib_send_cm_mra(c.id, 20, NULL, 0) == 0);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_MRA_REQ_SENT);
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_MRA_ATTR_ID, mra));
+	rx_quiesce();
+	mra = rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID);
+	IBST_EXPECT(rx_send_req(&c.peer, c.sid, 'q', 0, 0) == 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID) == dups + 2);
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_MRA_ATTR_ID, mra));
+	IBST_EXPECT(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL) == 1);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_MRA_REQ_SENT);
+out:
+	rx_passive_end(&c);
+}
+
+/* RTU establishes once; a second RTU is only counted. */
+static void test_rtu(void)
+{
+	struct rx_passive c;
+	struct rx_event e = {};
+	long dups;
+
+	IBST_EXPECT(rx_passive_req(&c));
+	if (ibst_case_failed())
+		goto out;
+	IBST_EXPECT(rx_passive_rep(&c) == 0);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_REP_SENT);
+	IBST_EXPECT(rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'U') == 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(c.id, IB_CM_RTU_RECEIVED, &e));
+	IBST_EXPECT(rx_pdata_is(&e, 'U'));
+	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
+
+	dups = rx_ctr(CM_CTR_RX_DUPS, CM_RTU_ATTR_ID);
+	IBST_EXPECT(rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'V') == 0);
+	rx_quiesce();
+	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_RTU_ATTR_ID) == dups + 1);
+	IBST_EXPECT(rx_count(c.id, IB_CM_RTU_RECEIVED, NULL) == 1);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
+out:
+	rx_passive_end(&c);
+}
+
+/*
+ * DREQ: one with the wrong QPN is dropped; the right one is delivered once;
+ * repeats are counted, and in TimeWait answered with our DREP again.
+ */
+static void test_dreq(void)
+{
+	struct rx_passive c;
+	struct rx_event e = {};
+	long dups, drep;
+
+	IBST_EXPECT(rx_passive_connect(&c));
+	if (ibst_case_failed())
+		goto out;
+	rx_quiesce();
+	dups = rx_ctr(CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID);
+
+	IBST_EXPECT(rx_send_dreq(&c.peer, c.id->local_id, c.qpn + 1, 'w') == 0);
+	rx_quiesce();
+	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
+	IBST_EXPECT(rx_count(c.id, IB_CM_DREQ_RECEIVED, NULL) == 0);
+
+	IBST_EXPECT(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'D') == 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(c.id, IB_CM_DREQ_RECEIVED, &e));
+	IBST_EXPECT(rx_pdata_is(&e, 'D'));
+	IBST_EXPECT(rx_state(c.id) == IB_CM_DREQ_RCVD);
+
+	IBST_EXPECT(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'E') == 0);
+	rx_quiesce();
+	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID) == dups + 1);
+	IBST_EXPECT(rx_count(c.id, IB_CM_DREQ_RECEIVED, NULL) == 1);
+
+	IBST_EXPECT(ib_send_cm_drep(c.id, NULL, 0) == 0);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_TIMEWAIT);
+	rx_quiesce();
+	drep = rx_ctr(CM_CTR_TX, CM_DREP_ATTR_ID);
+	IBST_EXPECT(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'F') == 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID) == dups + 2);
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_DREP_ATTR_ID, drep));
+	IBST_EXPECT(rx_count(c.id, IB_CM_DREQ_RECEIVED, NULL) == 1);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_TIMEWAIT);
+out:
+	rx_passive_end(&c);
+}
+
+/* A DREQ for an ID that does not exist is answered with a DREP. */
+static void test_dreq_unknown(void)
+{
+	struct rx_peer peer;
+	long dups, drep;
+
+	rx_new_peer(&peer);
+	rx_quiesce();
+	dups = rx_ctr(CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID);
+	drep = rx_ctr(CM_CTR_TX, CM_DREP_ATTR_ID);
+	/* Nobody uses IDs with this value: the peer made it up. */
+	IBST_EXPECT(!rx_send_dreq(&peer, cpu_to_be32(~peer.comm_id), 0x1234,
+				  'n'));
+	cm_test_flush();
+	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID) == dups + 1);
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_DREP_ATTR_ID, drep));
+	rx_quiesce();
+	rx_forget_events();
+}
+
+/* The REQ of a connection in TimeWait is refused as stale. */
+static void test_req_in_timewait(void)
+{
+	struct rx_passive c;
+	long dups, rej;
+
+	IBST_EXPECT(rx_passive_connect(&c));
+	if (ibst_case_failed())
+		goto out;
+	IBST_EXPECT(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'D') == 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(c.id, IB_CM_DREQ_RECEIVED, NULL));
+	IBST_EXPECT(ib_send_cm_drep(c.id, NULL, 0) == 0);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_TIMEWAIT);
+	rx_quiesce();
+	dups = rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID);
+	rej = rx_ctr(CM_CTR_TX, CM_REJ_ATTR_ID);
+
+	IBST_EXPECT(rx_send_req(&c.peer, c.sid, 'q', 0, 0) == 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID) == dups + 1);
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_REJ_ATTR_ID, rej));
+	IBST_EXPECT(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL) == 1);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_TIMEWAIT);
+out:
+	rx_passive_end(&c);
+}
+
+/* The peer's REP with its private data and ECE; repeats get our RTU. */
+static void test_rep(void)
+{
+	struct rx_active c;
+	struct rx_event e = {};
+	long dups, rtu;
+
+	IBST_EXPECT(rx_active_req(&c, 20, 15, false));
+	if (ibst_case_failed())
+		goto out;
+	IBST_EXPECT(rx_send_rep(&c.peer, c.id, 'P', 0x00fedc, 0x5a5a0002) == 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(c.id, IB_CM_REP_RECEIVED, &e));
+	IBST_EXPECT(rx_pdata_is(&e, 'P'));
+	IBST_EXPECT(e.ece_vendor == 0x00fedc);
+	IBST_EXPECT(e.ece_attr == 0x5a5a0002);
+	IBST_EXPECT(e.remote_qpn == c.peer.qpn);
+	IBST_EXPECT(e.starting_psn == 0x654321);
+	IBST_EXPECT(e.ca_guid == cpu_to_be64(c.peer.guid));
+	IBST_EXPECT(rx_state(c.id) == IB_CM_REP_RCVD);
+	IBST_EXPECT(c.id->remote_id == cpu_to_be32(c.peer.comm_id));
+
+	/* REP_RCVD: the consumer has not answered; only count it. */
+	dups = rx_ctr(CM_CTR_RX_DUPS, CM_REP_ATTR_ID);
+	rtu = rx_ctr(CM_CTR_TX, CM_RTU_ATTR_ID);
+	IBST_EXPECT(rx_send_rep(&c.peer, c.id, 'Q', 0, 0) == 0);
+	rx_quiesce();
+	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_REP_ATTR_ID) == dups + 1);
+	IBST_EXPECT(rx_count(c.id, IB_CM_REP_RECEIVED, NULL) == 1);
+	IBST_EXPECT(rx_ctr(CM_CTR_TX, CM_RTU_ATTR_ID) == rtu);
+
+	/* ESTABLISHED: our RTU got lost, send it again. */
+	IBST_EXPECT(ib_send_cm_rtu(c.id, NULL, 0) == 0);
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_RTU_ATTR_ID, rtu));
+	rx_quiesce();
+	rtu = rx_ctr(CM_CTR_TX, CM_RTU_ATTR_ID);
+	IBST_EXPECT(rx_send_rep(&c.peer, c.id, 'Q', 0, 0) == 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_REP_ATTR_ID) == dups + 2);
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_RTU_ATTR_ID, rtu));
+	IBST_EXPECT(rx_count(c.id, IB_CM_REP_RECEIVED, NULL) == 1);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
+out:
+	rx_active_end(&c);
+}
+
+/*
+ * An MRA for our REQ stretches its timeout: a REQ without one times out
+ * (REQ_ERROR) while the MRAed one, sent at the same time, keeps waiting.
+ */
+static void test_mra_extends(void)
+{
+	struct rx_active slow, plain;
+	struct rx_event e = {};
+	long dups;
+
+	/* No retries, about 0.4 s each (2 x 67 ms + 268 ms). */
+	IBST_EXPECT(rx_active_req(&slow, 16, 0, false));
+	IBST_EXPECT(rx_active_req(&plain, 16, 0, false));
+	if (ibst_case_failed())
+		goto out;
+	/* Service timeout 21: about 8.6 s more. */
+	IBST_EXPECT(rx_send_mra(&slow.peer, slow.id, CMC_MSG_REQ, 21, 'M') == 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(slow.id, IB_CM_MRA_RECEIVED, &e));
+	IBST_EXPECT(e.service_timeout == 21);
+	IBST_EXPECT(rx_pdata_is(&e, 'M'));
+	IBST_EXPECT(rx_state(slow.id) == IB_CM_MRA_REQ_RCVD);
+
+	IBST_EXPECT(rx_wait_event(plain.id, IB_CM_REQ_ERROR, NULL));
+	IBST_EXPECT(rx_state(plain.id) == IB_CM_IDLE);
+	msleep(500);
+	IBST_EXPECT(rx_count(slow.id, IB_CM_REQ_ERROR, NULL) == 0);
+	IBST_EXPECT(rx_state(slow.id) == IB_CM_MRA_REQ_RCVD);
+
+	dups = rx_ctr(CM_CTR_RX_DUPS, CM_MRA_ATTR_ID);
+	IBST_EXPECT(rx_send_mra(&slow.peer, slow.id, CMC_MSG_REQ, 21, 'N') == 0);
+	rx_quiesce();
+	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_MRA_ATTR_ID) == dups + 1);
+	IBST_EXPECT(rx_count(slow.id, IB_CM_MRA_RECEIVED, NULL) == 1);
+out:
+	if (plain.id)
+		ib_destroy_cm_id(plain.id);
+	plain.id = NULL;
+	rx_active_end(&slow);
+}
+
+/* REJ ends the handshake; "stale connection" sends the ID to TimeWait. */
+static void test_rej(void)
+{
+	struct rx_active a, b;
+	struct rx_event e = {};
+
+	IBST_EXPECT(rx_active_req(&a, 20, 15, false));
+	IBST_EXPECT(rx_active_req(&b, 20, 15, false));
+	if (ibst_case_failed())
+		goto out;
+	IBST_EXPECT(!rx_send_rej(&a.peer, a.id, CMC_MSG_REQ,
+				 IB_CM_REJ_CONSUMER_DEFINED, 'J'));
+	IBST_EXPECT(!rx_send_rej(&b.peer, b.id, CMC_MSG_REQ,
+				 IB_CM_REJ_STALE_CONN, 'K'));
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(a.id, IB_CM_REJ_RECEIVED, &e));
+	IBST_EXPECT(e.rej_reason == IB_CM_REJ_CONSUMER_DEFINED);
+	IBST_EXPECT(rx_pdata_is(&e, 'J'));
+	IBST_EXPECT(rx_state(a.id) == IB_CM_IDLE);
+	IBST_EXPECT(rx_wait_event(b.id, IB_CM_REJ_RECEIVED, &e));
+	IBST_EXPECT(e.rej_reason == IB_CM_REJ_STALE_CONN);
+	IBST_EXPECT(rx_state(b.id) == IB_CM_TIMEWAIT);
+
+	/* A second REJ finds nothing left to reject. */
+	IBST_EXPECT(!rx_send_rej(&a.peer, a.id, CMC_MSG_REQ,
+				 IB_CM_REJ_CONSUMER_DEFINED, 'J'));
+	rx_quiesce();
+	IBST_EXPECT(rx_count(a.id, IB_CM_REJ_RECEIVED, NULL) == 1);
+out:
+	if (b.id)
+		ib_destroy_cm_id(b.id);
+	b.id = NULL;
+	rx_active_end(&a);
+}
+
+/* Our DREQ answered by DREP: TimeWait, then TIMEWAIT_EXIT and IDLE. */
+static void test_drep_timewait(void)
+{
+	struct rx_active c;
+	struct rx_event e = {};
+
+	IBST_EXPECT(rx_active_connect(&c, false));
+	if (ibst_case_failed())
+		goto out;
+	IBST_EXPECT(ib_send_cm_dreq(c.id, NULL, 0) == 0);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_DREQ_SENT);
+	IBST_EXPECT(rx_send_ids(CM_DREP_ATTR_ID, &c.peer, c.id, 'Z') == 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(c.id, IB_CM_DREP_RECEIVED, &e));
+	IBST_EXPECT(rx_pdata_is(&e, 'Z'));
+	IBST_EXPECT(rx_wait_event(c.id, IB_CM_TIMEWAIT_EXIT, NULL));
+	IBST_EXPECT(rx_state(c.id) == IB_CM_IDLE);
+	IBST_EXPECT(rx_count(c.id, IB_CM_DREQ_ERROR, NULL) == 0);
+out:
+	rx_active_end(&c);
+}
+
+/* ib_cm_notify(COMM_EST) establishes from REP_SENT and MRA_REP_RCVD. */
+static void test_notify_comm_est(void)
+{
+	struct rx_passive c, d;
+	struct rx_event e = {};
+	long dups;
+
+	IBST_EXPECT(rx_passive_req(&c));
+	if (ibst_case_failed())
+		goto out;
+	IBST_EXPECT(ib_cm_notify(c.id, IB_EVENT_COMM_EST) == -EINVAL);
+	IBST_EXPECT(rx_passive_rep(&c) == 0);
+	IBST_EXPECT(ib_cm_notify(c.id, IB_EVENT_QP_FATAL) == -EINVAL);
+	IBST_EXPECT(ib_cm_notify(c.id, IB_EVENT_COMM_EST) == 0);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
+	IBST_EXPECT(ib_cm_notify(c.id, IB_EVENT_COMM_EST) == -EISCONN);
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(c.id, IB_CM_USER_ESTABLISHED, NULL));
+	/* The RTU arriving late changes nothing. */
+	dups = rx_ctr(CM_CTR_RX_DUPS, CM_RTU_ATTR_ID);
+	IBST_EXPECT(rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'U') == 0);
+	rx_quiesce();
+	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_RTU_ATTR_ID) == dups + 1);
+	IBST_EXPECT(rx_count(c.id, IB_CM_RTU_RECEIVED, NULL) == 0);
+	IBST_EXPECT(rx_count(c.id, IB_CM_USER_ESTABLISHED, NULL) == 1);
+	rx_passive_end(&c);
+
+	IBST_EXPECT(rx_passive_req(&d));
+	if (ibst_case_failed()) {
+		rx_passive_end(&d);
+		goto out;
+	}
+	IBST_EXPECT(rx_passive_rep(&d) == 0);
+	IBST_EXPECT(rx_send_mra(&d.peer, d.id, CMC_MSG_REP, 20, 'm') == 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(d.id, IB_CM_MRA_RECEIVED, &e));
+	IBST_EXPECT(rx_state(d.id) == IB_CM_MRA_REP_RCVD);
+	IBST_EXPECT(ib_cm_notify(d.id, IB_EVENT_COMM_EST) == 0);
+	IBST_EXPECT(rx_state(d.id) == IB_CM_ESTABLISHED);
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(d.id, IB_CM_USER_ESTABLISHED, NULL));
+	rx_passive_end(&d);
+out:
+	rx_forget_events();
+}
+
+/* PATH_MIG needs an alternate path and an established connection. */
+static void test_notify_path_mig(void)
+{
+	struct rx_active a, b;
+
+	IBST_EXPECT(rx_active_connect(&a, true));
+	IBST_EXPECT(rx_active_connect(&b, false));
+	if (ibst_case_failed())
+		goto out;
+	IBST_EXPECT(ib_cm_notify(a.id, IB_EVENT_PATH_MIG) == 0);
+	IBST_EXPECT(a.id->lap_state == IB_CM_LAP_IDLE);
+	IBST_EXPECT(rx_state(a.id) == IB_CM_ESTABLISHED);
+	IBST_EXPECT(ib_cm_notify(b.id, IB_EVENT_PATH_MIG) == -EINVAL);
+	IBST_EXPECT(b.id->lap_state == IB_CM_LAP_UNINIT);
+out:
+	if (b.id)
+		ib_destroy_cm_id(b.id);
+	b.id = NULL;
+	rx_active_end(&a);
+}
+
+/* Alternate path messages are not supported on RoCE: counted, dropped. */
+static void test_lap_apr_roce(void)
+{
+	struct rx_active c;
+	long lap, apr;
+
+	IBST_EXPECT(rx_active_connect(&c, false));
+	if (ibst_case_failed())
+		goto out;
+	lap = rx_ctr(CM_CTR_RX, CM_LAP_ATTR_ID);
+	apr = rx_ctr(CM_CTR_RX, CM_APR_ATTR_ID);
+	IBST_EXPECT(rx_send_lap_apr(CM_LAP_ATTR_ID, &c.peer, c.id) == 0);
+	IBST_EXPECT(rx_send_lap_apr(CM_APR_ATTR_ID, &c.peer, c.id) == 0);
+	rx_quiesce();
+	IBST_EXPECT(rx_ctr(CM_CTR_RX, CM_LAP_ATTR_ID) == lap + 1);
+	IBST_EXPECT(rx_ctr(CM_CTR_RX, CM_APR_ATTR_ID) == apr + 1);
+	IBST_EXPECT(rx_count(c.id, IB_CM_LAP_RECEIVED, NULL) == 0);
+	IBST_EXPECT(rx_count(c.id, IB_CM_APR_RECEIVED, NULL) == 0);
+	IBST_EXPECT(c.id->lap_state == IB_CM_LAP_UNINIT);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
+out:
+	rx_active_end(&c);
+}
+
+/*
+ * A new REQ from a peer QP that is still connected to us: refuse it as
+ * stale and disconnect the old connection.
+ */
+static void test_stale_req(void)
+{
+	struct rx_passive c;
+	struct rx_peer again;
+	long rej;
+
+	IBST_EXPECT(rx_passive_connect(&c));
+	if (ibst_case_failed())
+		goto out;
+	rx_quiesce();
+	rej = rx_ctr(CM_CTR_TX, CM_REJ_ATTR_ID);
+	/* Same CA and QP, new communication ID: the peer restarted. */
+	again = c.peer;
+	again.comm_id += 0x10000;
+	IBST_EXPECT(rx_send_req(&again, c.sid, 's', 0, 0) == 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_REJ_ATTR_ID, rej));
+	IBST_EXPECT(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL) == 1);
+	/*
+	 * Our DREQ goes to our own GID, where the CM finds no such ID and
+	 * answers with a DREP for it: DREQ_SENT, then TimeWait.
+	 */
+	IBST_EXPECT(rx_leaves(c.id, IB_CM_ESTABLISHED));
+	IBST_EXPECT(rx_state(c.id) == IB_CM_DREQ_SENT ||
+		    rx_state(c.id) == IB_CM_TIMEWAIT);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_DREQ_SENT ||
+		    rx_count(c.id, IB_CM_DREP_RECEIVED, NULL) == 1);
+out:
+	rx_passive_end(&c);
+}
+
+/* The same for a REP: refuse it, disconnect the old connection. */
+static void test_stale_rep(void)
+{
+	struct rx_active old, c;
+	long rej;
+
+	IBST_EXPECT(rx_active_connect(&old, false));
+	IBST_EXPECT(rx_active_req(&c, 20, 15, false));
+	if (ibst_case_failed())
+		goto out;
+	rx_quiesce();
+	rej = rx_ctr(CM_CTR_TX, CM_REJ_ATTR_ID);
+	c.peer.guid = old.peer.guid;
+	c.peer.qpn = old.peer.qpn;
+	IBST_EXPECT(rx_send_rep(&c.peer, c.id, 's', 0, 0) == 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_REJ_ATTR_ID, rej));
+	IBST_EXPECT(rx_count(c.id, IB_CM_REP_RECEIVED, NULL) == 0);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_REQ_SENT);
+	IBST_EXPECT(rx_leaves(old.id, IB_CM_ESTABLISHED));
+	IBST_EXPECT(rx_state(old.id) == IB_CM_DREQ_SENT);
+out:
+	if (old.id)
+		ib_destroy_cm_id(old.id);
+	old.id = NULL;
+	rx_active_end(&c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Device                                                              */
+
+/* The first RoCE port that runs a CM, and its IPv4 GID when it has one. */
+static int rx_pick_port(struct ib_device *dev)
+{
+	const struct ib_gid_attr *attr, *best = NULL;
+	struct ib_port_attr pa;
+	u32 p;
+	int i;
+
+	rdma_for_each_port(dev, p) {
+		if (!rdma_protocol_roce(dev, p) || !rdma_cap_ib_cm(dev, p) ||
+		    ib_query_port(dev, p, &pa) || pa.state != IB_PORT_ACTIVE)
+			continue;
+		for (i = 0; i < pa.gid_tbl_len; i++) {
+			attr = rdma_get_gid_attr(dev, p, i);
+			if (IS_ERR(attr))
+				continue;
+			if (attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP) {
+				rdma_put_gid_attr(attr);
+				continue;
+			}
+			if (!best) {
+				best = attr;
+			} else if (ipv6_addr_v4mapped((void *)attr->gid.raw) &&
+				   !ipv6_addr_v4mapped((void *)best->gid.raw)) {
+				rdma_put_gid_attr(best);
+				best = attr;
+			} else {
+				rdma_put_gid_attr(attr);
+			}
+		}
+		if (best) {
+			rx_dev = dev;
+			rx_port = p;
+			rx_gid = best;
+			return 0;
+		}
+	}
+	return -EOPNOTSUPP;
+}
+
+static int rx_add_one(struct ib_device *dev)
+{
+	if (rx_dev)
+		return -EOPNOTSUPP;
+	return rx_pick_port(dev);
+}
+
+static void rx_remove_one(struct ib_device *dev, void *data)
+{
+}
+
+static struct ib_client rx_client = {
+	.name = "ib_cm_rx_test",
+	.add = rx_add_one,
+	.remove = rx_remove_one,
+};
+
+static int cm_rx_setup(void)
+{
+	int ret = ib_register_client(&rx_client);
+
+	if (ret)
+		return ret;
+	if (!rx_dev) {
+		ibst_diag("no active RoCE port with a CM (modprobe rdma_rxe; rdma link add)");
+		ib_unregister_client(&rx_client);
+		return -ENODEV;
+	}
+	ibst_diag("%s port %u, GID %pI6", dev_name(&rx_dev->dev), rx_port,
+		  rx_gid->gid.raw);
+	/* The made-up peer: our GID with another last byte. */
+	rx_far_gid = rx_gid->gid;
+	rx_far_gid.raw[15] ^= 0x5a;
+	return 0;
+}
+
+static void cm_rx_teardown(void)
+{
+	rdma_put_gid_attr(rx_gid);
+	rx_gid = NULL;
+	ib_unregister_client(&rx_client);
+	rx_dev = NULL;
+}
+
+static const struct ibst_case cm_rx_cases[] = {
+	{ "req_event_fields", test_req_event },
+	{ "req_without_listener_rejected", test_req_no_listener },
+	{ "dup_req_counted_and_mra_repeated", test_dup_req },
+	{ "rtu_establishes_once", test_rtu },
+	{ "dreq_rcvd_dups_and_drep_repeated", test_dreq },
+	{ "dreq_unknown_id_gets_drep", test_dreq_unknown },
+	{ "req_in_timewait_rejected", test_req_in_timewait },
+	{ "rep_event_fields_and_dups", test_rep },
+	{ "mra_extends_req_timeout", test_mra_extends },
+	{ "rej_received", test_rej },
+	{ "rej_timeout_found_by_ca_guid", test_rej_timeout },
+	{ "drep_timewait_exit", test_drep_timewait },
+	{ "notify_comm_est", test_notify_comm_est },
+	{ "notify_path_mig", test_notify_path_mig },
+	{ "lap_apr_dropped_on_roce", test_lap_apr_roce },
+	{ "stale_req_rejected", test_stale_req },
+	{ "stale_rep_rejected", test_stale_rep },
+	{}
+};
+
+IBST_SUITE(ib_cm_rx, cm_rx_cases, cm_rx_setup, cm_rx_teardown);
+MODULE_DESCRIPTION("ib_cm receive-side self-test on a RoCE port");
+MODULE_LICENSE("Dual BSD/GPL");

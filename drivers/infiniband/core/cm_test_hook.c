@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * Test-only hooks of ib_cm.ko, linked in only with CONFIG_INFINIBAND_CM_TEST.
+ *
+ * cm_test_inject() hands a CM MAD built by a test to the port's receive
+ * handler as if the MAD layer had just received it over RoCE, so that the
+ * duplicate, stale-connection and late-message rules can be driven without
+ * a peer that misbehaves on purpose.  The answers the CM sends go out on
+ * the real device.  cm_test_counter() reads the per-port counters that the
+ * sysfs files show, and cm_test_flush() waits for queued receive work.
+ */
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/ip.h>
+#include <linux/in.h>
+#include <net/ipv6.h>
+
+#include "cm_priv.h"
+#include "cm_test_hook.h"
+
+/*
+ * A received MAD as the MAD layer lays it out.  ib_free_recv_mad() frees
+ * each buffer on the completion's rmpp_list by going back from its
+ * ib_mad_recv_wc to the start of the MAD layer's receive buffer (struct
+ * ib_mad_private in mad_priv.h, 6.1), where the completion follows a list
+ * node made of a list_head, an ib_cqe and a queue pointer, and kfree()ing
+ * that.  @mad_layer reproduces that prefix, so the CM releases an injected
+ * MAD exactly as it releases a real one, and a MAD the CM forgets to free
+ * is a leak that kmemleak reports.
+ */
+struct cm_test_rx {
+	struct {
+		struct list_head list;
+		struct ib_cqe cqe;
+		void *queue;
+	} mad_layer;
+	struct ib_mad_recv_wc rwc;
+	struct ib_wc wc;
+	union rdma_network_hdr hdr;
+	struct ib_mad mad;
+};
+
+static_assert(offsetof(struct cm_test_rx, rwc) ==
+	      sizeof(struct list_head) + sizeof(struct ib_cqe) + sizeof(void *));
+
+/* The CM port of @ibdev/@num with a reference on its device, or NULL. */
+static struct cm_port *cm_test_port_get(struct ib_device *ibdev, u32 num)
+{
+	struct cm_port *port = NULL;
+	struct cm_device *dev;
+	unsigned long flags;
+
+	read_lock_irqsave(&cmg.dev_lock, flags);
+	list_for_each_entry(dev, &cmg.devices, node) {
+		if (dev->ibdev != ibdev)
+			continue;
+		if (num && num <= dev->nports && dev->port[num - 1].active) {
+			port = &dev->port[num - 1];
+			cm_dev_get(dev);
+		}
+		break;
+	}
+	read_unlock_irqrestore(&cmg.dev_lock, flags);
+	return port;
+}
+
+/* The network header RoCE v2 would have delivered from @sgid to @dgid. */
+static void cm_test_net_hdr(struct cm_test_rx *rx, const union ib_gid *sgid,
+			    const union ib_gid *dgid)
+{
+	const struct in6_addr *s6 = (const void *)sgid->raw;
+	const struct in6_addr *d6 = (const void *)dgid->raw;
+	struct iphdr *ip4 = &rx->hdr.roce4grh;
+	struct ib_grh *grh = &rx->hdr.ibgrh;
+
+	if (ipv6_addr_v4mapped(s6) && ipv6_addr_v4mapped(d6)) {
+		ip4->version = 4;
+		ip4->ihl = 5;
+		ip4->ttl = 64;
+		ip4->protocol = IPPROTO_UDP;
+		ip4->tot_len = htons(sizeof(*ip4) + sizeof(rx->mad));
+		ip4->saddr = s6->s6_addr32[3];
+		ip4->daddr = d6->s6_addr32[3];
+		rx->wc.network_hdr_type = RDMA_NETWORK_IPV4;
+		return;
+	}
+	grh->version_tclass_flow = cpu_to_be32(6U << 28);
+	grh->paylen = cpu_to_be16(sizeof(rx->mad));
+	grh->next_hdr = IPPROTO_UDP;
+	grh->hop_limit = 64;
+	grh->sgid = *sgid;
+	grh->dgid = *dgid;
+	rx->wc.network_hdr_type = RDMA_NETWORK_IPV6;
+}
+
+/**
+ * cm_test_inject() - Receive a CM MAD that no peer sent.
+ * @ibdev: device whose CM gets the MAD
+ * @port_num: port it arrives on; must be a RoCE port
+ * @sgid: GID it claims to come from (answers are sent there)
+ * @dgid: GID it was sent to, one of the port's own
+ * @mad: the 256 bytes of the MAD, header included
+ *
+ * The MAD goes through the same receive handler and work queue as one from
+ * the wire; call cm_test_flush() to wait until it was processed.
+ *
+ * Return: 0 when handed over, -EOPNOTSUPP for a non-RoCE port, -ENODEV
+ * when the port has no CM agent, -ENOMEM.
+ */
+int cm_test_inject(struct ib_device *ibdev, u32 port_num,
+		   const union ib_gid *sgid, const union ib_gid *dgid,
+		   const void *mad)
+{
+	struct ib_mad_agent *agent;
+	struct cm_test_rx *rx;
+	struct cm_port *port;
+	int ret = 0;
+
+	if (!rdma_protocol_roce(ibdev, port_num))
+		return -EOPNOTSUPP;
+	port = cm_test_port_get(ibdev, port_num);
+	if (!port)
+		return -ENODEV;
+	agent = cm_agent_pin(port);
+	if (!agent) {
+		ret = -ENODEV;
+		goto put;
+	}
+	rx = kzalloc(sizeof(*rx), GFP_KERNEL);
+	if (!rx) {
+		ret = -ENOMEM;
+		goto unpin;
+	}
+	memcpy(&rx->mad, mad, sizeof(rx->mad));
+	cm_test_net_hdr(rx, sgid, dgid);
+
+	rx->wc.status = IB_WC_SUCCESS;
+	rx->wc.opcode = IB_WC_RECV;
+	rx->wc.byte_len = sizeof(rx->hdr) + sizeof(rx->mad);
+	rx->wc.qp = agent->qp;
+	rx->wc.src_qp = 1;
+	rx->wc.pkey_index = 0;
+	rx->wc.port_num = port_num;
+	rx->wc.wc_flags = IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE;
+
+	rx->rwc.wc = &rx->wc;
+	rx->rwc.recv_buf.mad = &rx->mad;
+	rx->rwc.recv_buf.grh = &rx->hdr.ibgrh;
+	rx->rwc.mad_len = sizeof(rx->mad);
+	rx->rwc.mad_seg_size = sizeof(rx->mad);
+	INIT_LIST_HEAD(&rx->rwc.rmpp_list);
+	list_add(&rx->rwc.recv_buf.list, &rx->rwc.rmpp_list);
+
+	/* From here on the CM owns @rx and frees it with ib_free_recv_mad(). */
+	cm_mad_recv_handler(agent, NULL, &rx->rwc);
+unpin:
+	cm_agent_unpin(port);
+put:
+	cm_dev_put(port->dev);
+	return ret;
+}
+EXPORT_SYMBOL_NS_GPL(cm_test_inject, IB_CM_TEST);
+
+/**
+ * cm_test_counter() - Read one per-port CM counter.
+ * @ibdev: device
+ * @port_num: port
+ * @group: enum cm_ctr_group (sent, retries, received, duplicates)
+ * @attr_id: CM attribute ID of the message kind
+ *
+ * Return: the counter, or -EINVAL / -ENODEV.
+ */
+long cm_test_counter(struct ib_device *ibdev, u32 port_num,
+		     unsigned int group, __be16 attr_id)
+{
+	unsigned int idx = be16_to_cpu(attr_id) - CMC_ATTR_BASE;
+	struct cm_port *port;
+	long val;
+
+	if (group >= CM_CTR_GROUPS || idx >= CMC_ATTR_COUNT)
+		return -EINVAL;
+	port = cm_test_port_get(ibdev, port_num);
+	if (!port)
+		return -ENODEV;
+	val = atomic_long_read(&port->ctr[group][idx]);
+	cm_dev_put(port->dev);
+	return val;
+}
+EXPORT_SYMBOL_NS_GPL(cm_test_counter, IB_CM_TEST);
+
+/**
+ * cm_test_flush() - Wait until every queued CM receive job has run.
+ *
+ * Events a job delivers have reached the consumer when this returns.
+ */
+void cm_test_flush(void)
+{
+	flush_workqueue(cmg.wq);
+}
+EXPORT_SYMBOL_NS_GPL(cm_test_flush, IB_CM_TEST);

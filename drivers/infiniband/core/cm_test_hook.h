@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * Test-only entry points of ib_cm.ko (built with CONFIG_INFINIBAND_CM_TEST):
+ * let a self-test module feed synthetic CM MADs into the receive path and
+ * observe the per-port counters.  Exported in the IB_CM_TEST namespace.
+ */
+#ifndef IB_CM_TEST_HOOK_H
+#define IB_CM_TEST_HOOK_H
+
+#include <rdma/ib_verbs.h>
+
+int cm_test_inject(struct ib_device *ibdev, u32 port_num,
+		   const union ib_gid *sgid, const union ib_gid *dgid,
+		   const void *mad);
+long cm_test_counter(struct ib_device *ibdev, u32 port_num,
+		     unsigned int group, __be16 attr_id);
+void cm_test_flush(void);
+
+#endif /* IB_CM_TEST_HOOK_H */
