@@ -39,7 +39,7 @@ rxe_up || exit 1
 REPORTED='(connect|accept|listen|bind|resolve|rdma_[a-z_]*)[ :].*(error|fail|Cannot)|RDMA_CM_EVENT_(REJECTED|UNREACHABLE|CONNECT_ERROR|ADDR_ERROR|ROUTE_ERROR)|error -?[0-9]+'
 
 # bounded SECS OUT CMD...: CMD with output to OUT.  Status: CMD's own;
-# 125 when CMD reported an error (REPORTED) but did not exit within 10 s
+# 125 when CMD reported an error (REPORTED) but did not exit within 3 s
 # after (rping does not always exit after a failed connect: its main
 # thread joins a completion thread that waits for events forever); 124
 # when it neither finished nor reported anything within SECS.  Before a
@@ -54,7 +54,7 @@ bounded() {
 	for ((i = 0; i < secs * 5; i++)); do
 		kill -0 "$pid" 2> /dev/null || break
 		if [ "$grace" -lt 0 ] && grep -qE "$REPORTED" "$out"; then
-			grace=50
+			grace=15
 		fi
 		if [ "$grace" -ge 0 ]; then
 			grace=$((grace - 1))
