@@ -10,12 +10,17 @@
  *   cm_ids    how many local communication IDs exist (published or still
  *             being created): 0 once every consumer has gone, so a sweep
  *             can tell a leaked cm_id right after the step that leaked it
+ *   last_fault  the call chain of the allocation failed last, innermost
+ *             first, so that a sweep can say which site each step hit
  *
  * A sweep writes N = 1, 2, ... and runs a scenario each time, until a run
  * ends with the countdown unfired: that run met no fault and must succeed.
  */
 #include <linux/atomic.h>
 #include <linux/debugfs.h>
+#include <linux/seq_file.h>
+#include <linux/spinlock.h>
+#include <linux/stacktrace.h>
 #include <linux/xarray.h>
 
 #include "cm_fault.h"
@@ -26,6 +31,24 @@ static atomic_t cm_fail_nth = ATOMIC_INIT(0);
 /* allocations failed on purpose since load */
 static atomic_t cm_faults = ATOMIC_INIT(0);
 static struct dentry *cm_fault_dir;
+
+#define CM_FAULT_FRAMES 8
+
+/* protects cm_fault_stack and cm_fault_frames */
+static DEFINE_SPINLOCK(cm_fault_lock);
+/* return addresses of the last failed allocation's callers */
+static unsigned long cm_fault_stack[CM_FAULT_FRAMES];
+static unsigned int cm_fault_frames;
+
+static noinline void cm_fault_record(void)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&cm_fault_lock, flags);
+	/* Skip cm_fault_record() and cm_fault(): start at the site. */
+	cm_fault_frames = stack_trace_save(cm_fault_stack, CM_FAULT_FRAMES, 2);
+	spin_unlock_irqrestore(&cm_fault_lock, flags);
+}
 
 /**
  * cm_fault() - ask whether this allocation attempt is to fail
@@ -44,6 +67,7 @@ bool cm_fault(void)
 		if (left != 1)
 			return false;
 		atomic_inc(&cm_faults);
+		cm_fault_record();
 		return true;
 	}
 	return false;
@@ -65,6 +89,21 @@ static int cm_fault_ids_get(void *data, u64 *val)
 }
 DEFINE_DEBUGFS_ATTRIBUTE(cm_fault_ids_fops, cm_fault_ids_get, NULL, "%llu\n");
 
+static int last_fault_show(struct seq_file *m, void *unused)
+{
+	unsigned long stack[CM_FAULT_FRAMES];
+	unsigned int i, n;
+
+	spin_lock_irq(&cm_fault_lock);
+	n = cm_fault_frames;
+	memcpy(stack, cm_fault_stack, sizeof(stack));
+	spin_unlock_irq(&cm_fault_lock);
+	for (i = 0; i < n; i++)
+		seq_printf(m, "%pS\n", (void *)stack[i]);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(last_fault);
+
 /**
  * cm_fault_init() - publish the knobs in debugfs
  *
@@ -77,6 +116,8 @@ void cm_fault_init(void)
 	debugfs_create_atomic_t("faults", 0400, cm_fault_dir, &cm_faults);
 	debugfs_create_file_unsafe("cm_ids", 0400, cm_fault_dir, NULL,
 				   &cm_fault_ids_fops);
+	debugfs_create_file("last_fault", 0400, cm_fault_dir, NULL,
+			    &last_fault_fops);
 }
 
 /**
