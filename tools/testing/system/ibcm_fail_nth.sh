@@ -92,7 +92,7 @@ run_connect() {
 	local out=$1 server rc
 
 	port=$((port + 1))
-	run_with_timeout 90 rping -s -a "$MY_IP" -p "$port" -C 3 > "$out.s" 2>&1 &
+	bg_with_timeout 90 rping -s -a "$MY_IP" -p "$port" -C 3 > "$out.s" 2>&1
 	server=$!
 	wait_until 10 listening "$port" || sleep 2
 	bounded 60 "$out" rping -c -v -a "$MY_IP" -p "$port" -C 3
@@ -119,7 +119,7 @@ run_reject() {
 run_sidr() {
 	local out=$1 server rc
 
-	run_with_timeout 90 udaddy -b "$MY_IP" -c 1 -C 3 > "$out.s" 2>&1 &
+	bg_with_timeout 90 udaddy -b "$MY_IP" -c 1 -C 3 > "$out.s" 2>&1
 	server=$!
 	wait_until 10 listening 7174 || sleep 2
 	bounded 60 "$out" udaddy -s "$MY_IP" -c 1 -C 3

@@ -54,6 +54,17 @@ run_with_timeout() {
 	timeout -k 5 "$secs" "$@"
 }
 
+# bg_with_timeout SECONDS CMD...: start CMD in the background under
+# timeout(1).  $! is then timeout's own PID, and a signal sent to it
+# reaches CMD; "run_with_timeout ... &" would give the PID of a subshell
+# that does not pass it on (CMD would live until its time limit).
+bg_with_timeout() {
+	local secs=$1
+
+	shift
+	timeout -k 5 "$secs" "$@" &
+}
+
 # wait_until SECONDS CMD...: retry CMD every 0.2 s until it succeeds.
 wait_until() {
 	local tries=$(($1 * 5))
