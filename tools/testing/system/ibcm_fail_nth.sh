@@ -39,7 +39,7 @@ rxe_up || exit 1
 REPORTED='(connect|accept|listen|bind|resolve|rdma_[a-z_]*)[ :].*(error|fail|Cannot)|RDMA_CM_EVENT_(REJECTED|UNREACHABLE|CONNECT_ERROR|ADDR_ERROR|ROUTE_ERROR)|error -?[0-9]+'
 
 # bounded SECS OUT CMD...: CMD with output to OUT.  Status: CMD's own;
-# 125 when CMD reported an error (REPORTED) but did not exit within 3 s
+# 125 when CMD reported an error (REPORTED) but did not exit within 1 s
 # after (rping does not always exit after a failed connect: its main
 # thread joins a completion thread that waits for events forever); 124
 # when it neither finished nor reported anything within SECS.  Before a
@@ -54,7 +54,7 @@ bounded() {
 	for ((i = 0; i < secs * 5; i++)); do
 		kill -0 "$pid" 2> /dev/null || break
 		if [ "$grace" -lt 0 ] && grep -qE "$REPORTED" "$out"; then
-			grace=15
+			grace=5
 		fi
 		if [ "$grace" -ge 0 ]; then
 			grace=$((grace - 1))
@@ -87,6 +87,12 @@ listening() {
 		grep -q ":$1 "
 }
 
+# serving PORT PID: the server PID listens on PORT or has given up (a
+# failed listen is reported and ends the server: no need to wait more).
+serving() {
+	listening "$1" || ! kill -0 "$2" 2> /dev/null
+}
+
 # run_connect OUT: an rping pair on a new port; status 0 = 3 pings done.
 run_connect() {
 	local out=$1 server rc
@@ -94,7 +100,7 @@ run_connect() {
 	port=$((port + 1))
 	bg_with_timeout 90 rping -s -a "$MY_IP" -p "$port" -C 3 > "$out.s" 2>&1
 	server=$!
-	wait_until 10 listening "$port" || sleep 2
+	wait_until 10 serving "$port" "$server"
 	bounded 60 "$out" rping -c -v -a "$MY_IP" -p "$port" -C 3
 	rc=$?
 	kill "$server" 2> /dev/null
@@ -121,7 +127,7 @@ run_sidr() {
 
 	bg_with_timeout 90 udaddy -b "$MY_IP" -c 1 -C 3 > "$out.s" 2>&1
 	server=$!
-	wait_until 10 listening 7174 || sleep 2
+	wait_until 10 serving 7174 "$server"
 	bounded 60 "$out" udaddy -s "$MY_IP" -c 1 -C 3
 	rc=$?
 	kill "$server" 2> /dev/null
@@ -140,15 +146,38 @@ no_cm_ids() {
 	[ "$(cm_ids)" = 0 ]
 }
 
+# fault_site: where the allocation failed last, as "site <- caller <- ...".
+fault_site() {
+	sed -e 's/+0x.*//' -e 's/ \[.*//' "$KNOB/last_fault" 2> /dev/null |
+		head -n 4 | paste -sd ' ' | sed 's/ / <- /g'
+}
+
+# now_ms: wall clock in milliseconds (bash's EPOCHREALTIME).
+now_ms() {
+	local us=${EPOCHREALTIME/[.,]/}
+
+	echo $((us / 1000))
+}
+
+# secs_since MS: seconds since now_ms said MS, one decimal.
+secs_since() {
+	local d=$(($(now_ms) - $1))
+
+	printf '%d.%d' $((d / 1000)) $((d % 1000 / 100))
+}
+
 # sweep NAME: the fail-nth sweep of run_NAME.
 sweep() {
-	local name=$1 out=/tmp/fnth-$1.out n rc left final=1
+	local name=$1 out=/tmp/fnth-$1.out n rc left final=1 t0 t1 took
 	local silent=0 dstate=0 leaks=0 late=0 reported=0 stayed=0 recovered=0
 
 	for ((n = 1; n <= MAX; n++)); do
 		echo "$n" > "$KNOB/fail_nth"
+		t0=$(now_ms)
 		"run_$name" "$out"
 		rc=$?
+		took=$(secs_since "$t0")
+		t1=$(now_ms)
 		left=$(cat "$KNOB/fail_nth")
 		echo 0 > "$KNOB/fail_nth"
 		if stuck_in_kernel "$out"; then
@@ -184,6 +213,10 @@ sweep() {
 				echo "# $name: n=$n: $(cm_ids) cm_id(s) left 180 s after the run"
 			fi
 		fi
+		# Where the sweep's time goes: the run, then the wait for
+		# what it left to go.
+		echo "# $name: n=$n: $(fault_site): status $rc after $took s," \
+			"then $(secs_since "$t1") s of waiting for its cm_ids"
 	done
 	echo "# $name: $((n - 1)) allocation(s) failed in turn: $reported" \
 		"reported to the consumer ($stayed of them left the tool waiting)," \
