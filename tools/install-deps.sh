@@ -13,7 +13,8 @@ PKGS="build-essential bc bison flex libelf-dev libssl-dev dwarves kmod cpio
 busybox-static linux-headers-amd64 linux-image-amd64 linux-source-6.1
 qemu-system-x86 qemu-utils rdma-core rdmacm-utils perftest ibverbs-utils
 ibverbs-providers iproute2 sparse coccinelle python3 perl git xz-utils
-dkms debhelper dh-dkms fakeroot shellcheck python3-docutils"
+dkms debhelper dh-dkms fakeroot shellcheck python3-docutils
+librdmacm-dev libibverbs-dev"
 
 missing=""
 for p in $PKGS; do
