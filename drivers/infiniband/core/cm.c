@@ -2884,14 +2884,20 @@ int ib_cm_notify(struct ib_cm_id *cm_id, enum ib_event_type event)
 }
 EXPORT_SYMBOL(ib_cm_notify);
 
-void cm_tw_expired(__be32 local_id, __be32 remote_id, __be32 remote_qpn)
+/*
+ * A connection's TimeWait ran out: its ID, if still in TimeWait with the
+ * same peer, goes to IDLE and its consumer gets IB_CM_TIMEWAIT_EXIT.
+ * Returns -ENOMEM, with nothing changed, when there is no memory for the
+ * event; the TimeWait record then tries again later.
+ */
+int cm_tw_expired(__be32 local_id, __be32 remote_id, __be32 remote_qpn)
 {
 	struct cm_id_private *priv;
 	struct cm_job *job;
 
 	job = cm_job_alloc(GFP_KERNEL);
 	if (!job)
-		return;
+		return -ENOMEM;
 	priv = cm_id_lookup(local_id, remote_id);
 	if (!priv)
 		goto free_job;
@@ -2906,9 +2912,10 @@ void cm_tw_expired(__be32 local_id, __be32 remote_id, __be32 remote_qpn)
 	job->ev.event = IB_CM_TIMEWAIT_EXIT;
 	cm_deliver_locked(priv, job);
 	cm_id_put(priv);
-	return;
+	return 0;
 free_job:
 	cm_job_free(job);
+	return 0;
 }
 
 /* Whether QP attributes can be derived in state @s. */

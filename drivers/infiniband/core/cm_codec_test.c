@@ -24,14 +24,20 @@ static struct {
 	__be32 remote_id;
 	__be32 remote_qpn;
 	int calls;
+	int enomem;	/* answer -ENOMEM to this many calls first */
 } tw_seen;
 
-void cm_tw_expired(__be32 local_id, __be32 remote_id, __be32 remote_qpn)
+int cm_tw_expired(__be32 local_id, __be32 remote_id, __be32 remote_qpn)
 {
+	tw_seen.calls++;
+	if (tw_seen.enomem) {
+		tw_seen.enomem--;
+		return -ENOMEM;
+	}
 	tw_seen.local_id = local_id;
 	tw_seen.remote_id = remote_id;
 	tw_seen.remote_qpn = remote_qpn;
-	tw_seen.calls++;
+	return 0;
 }
 
 static u8 mad[256];
@@ -537,6 +543,52 @@ out:
 	cm_tw_free(probe);
 }
 
+/*
+ * No memory for the exit event: nothing changes, the record keeps its
+ * remote QPN blocked and expires again later, until the event goes out.
+ */
+static void test_tw_expiry_enomem(void)
+{
+	struct cm_tw *tw, *probe;
+	int i;
+
+	reset_mad();
+	memset(&tw_seen, 0, sizeof(tw_seen));
+	tw_seen.enomem = 2;
+	tw = tw_make(5, 50, 0x500, 0x55);
+	probe = tw_make(6, 60, 0x500, 0x55);
+	if (!tw || !probe) {
+		IBST_FAIL("cannot allocate TimeWait records");
+		cm_tw_free(tw);
+		goto out;
+	}
+	spin_lock_irq(&cmg.lock);
+	IBST_EXPECT(!cm_tw_insert_rid(tw) && !cm_tw_insert_rqpn(tw));
+	cm_tw_start(tw, 10);
+	spin_unlock_irq(&cmg.lock);
+
+	for (i = 0; i < 100 && !tw_seen.calls; i++)
+		msleep(20);
+	IBST_EXPECT(tw_seen.calls >= 1);
+	/* The retry comes a second later: still waiting, still blocking. */
+	spin_lock_irq(&cmg.lock);
+	IBST_EXPECT(!list_empty(&cmg.tw_list));
+	IBST_EXPECT(cm_tw_insert_rqpn(probe) == tw);
+	spin_unlock_irq(&cmg.lock);
+
+	for (i = 0; i < 300 && tw_seen.calls < 3; i++)
+		msleep(20);
+	IBST_EXPECT(tw_seen.calls == 3);
+	IBST_EXPECT(tw_seen.remote_qpn == cpu_to_be32(0x500));
+	spin_lock_irq(&cmg.lock);
+	IBST_EXPECT(list_empty(&cmg.tw_list));
+	IBST_EXPECT(!cm_tw_insert_rqpn(probe));
+	cm_tw_unlink(probe);
+	spin_unlock_irq(&cmg.lock);
+out:
+	cm_tw_free(probe);
+}
+
 /* A record still waiting at module exit is cancelled and freed. */
 static void test_tw_drain(void)
 {
@@ -573,6 +625,7 @@ static const struct ibst_case cases[] = {
 	{ "timeouts", test_timing },
 	{ "timewait_conflicts", test_tw_conflicts },
 	{ "timewait_expiry", test_tw_expiry },
+	{ "timewait_expiry_enomem", test_tw_expiry_enomem },
 	{ "timewait_drain", test_tw_drain },
 	{}
 };

@@ -239,7 +239,7 @@ void cm_tw_start(struct cm_tw *tw, unsigned int ms);
 void cm_tw_drain(void);
 
 /* cm.c */
-void cm_tw_expired(__be32 local_id, __be32 remote_id, __be32 remote_qpn);
+int cm_tw_expired(__be32 local_id, __be32 remote_id, __be32 remote_qpn);
 void cm_mad_send_handler(struct ib_mad_agent *agent,
 			 struct ib_mad_send_wc *wc);
 void cm_mad_recv_handler(struct ib_mad_agent *agent,

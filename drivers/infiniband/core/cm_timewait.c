@@ -12,7 +12,8 @@
  * and arms its timer; from that point the list owns it.  The record stays
  * in both trees for the whole TimeWait period, so a REQ reusing the remote
  * QPN of a connection in TimeWait is rejected as stale.  The expiry work
- * unlinks and frees it; at module exit cm_tw_drain() does that instead.
+ * ends the connection's TimeWait, then unlinks and frees the record; at
+ * module exit cm_tw_drain() does that instead.
  */
 #include <linux/slab.h>
 
@@ -31,24 +32,55 @@ static int cm_key_cmp(__be32 a32, __be64 a64, __be32 b32, __be64 b64)
 	return 0;
 }
 
+/* Short of memory for the exit event: wait this much longer, then retry. */
+#define CM_TW_RETRY_MS 1000
+
+/* Whether the list still owns @tw (cm_tw_drain() has not taken it). */
+static bool cm_tw_listed(struct cm_tw *tw)
+{
+	unsigned long flags;
+	bool listed;
+
+	spin_lock_irqsave(&cmg.lock, flags);
+	listed = !list_empty(&tw->node);
+	spin_unlock_irqrestore(&cmg.lock, flags);
+	return listed;
+}
+
+/*
+ * The connection leaves TimeWait first, the record its trees after.  When
+ * the exit event cannot be allocated nothing has changed yet: the record
+ * stays in TimeWait, still blocking its remote QPN, and tries again.  A
+ * TimeWait a little longer is harmless; a lost exit event would leave the
+ * consumer's ID in TimeWait for good.
+ */
 static void cm_tw_timeout(struct work_struct *work)
 {
 	struct cm_tw *tw = container_of(to_delayed_work(work), struct cm_tw,
 					dwork);
 	unsigned long flags;
+	bool listed;
 
-	spin_lock_irqsave(&cmg.lock, flags);
-	if (list_empty(&tw->node)) {
-		/* cm_tw_drain() took it and will free it after us. */
+	/* If cm_tw_drain() took it, it frees it after us. */
+	if (!cm_tw_listed(tw))
+		return;
+	if (cm_tw_expired(tw->local_id, tw->remote_id, tw->remote_qpn)) {
+		spin_lock_irqsave(&cmg.lock, flags);
+		if (!list_empty(&tw->node))
+			queue_delayed_work(cmg.wq, &tw->dwork,
+					   msecs_to_jiffies(CM_TW_RETRY_MS));
 		spin_unlock_irqrestore(&cmg.lock, flags);
 		return;
 	}
-	list_del_init(&tw->node);
-	cm_tw_unlink(tw);
+	spin_lock_irqsave(&cmg.lock, flags);
+	listed = !list_empty(&tw->node);
+	if (listed) {
+		list_del_init(&tw->node);
+		cm_tw_unlink(tw);
+	}
 	spin_unlock_irqrestore(&cmg.lock, flags);
-
-	cm_tw_expired(tw->local_id, tw->remote_id, tw->remote_qpn);
-	kfree(tw);
+	if (listed)
+		kfree(tw);
 }
 
 struct cm_tw *cm_tw_alloc(__be32 local_id)
