@@ -473,6 +473,8 @@ static void cm_cancel_msg(struct cm_id_private *priv)
 		ib_cancel_mad(priv->msg);
 }
 
+static struct cm_job *cm_job_alloc(gfp_t gfp);
+
 /* Post a send that expects an answer; it becomes priv->msg. */
 static int cm_send_tracked(struct cm_id_private *priv,
 			   struct ib_mad_send_buf *msg,
@@ -481,6 +483,13 @@ static int cm_send_tracked(struct cm_id_private *priv,
 	int ret;
 
 	lockdep_assert_held(&priv->lock);
+	/* Reserve now what reporting a failed exchange needs later. */
+	if (!priv->send_err)
+		priv->send_err = cm_job_alloc(GFP_ATOMIC);
+	if (!priv->send_err) {
+		cm_msg_release(msg);
+		return -ENOMEM;
+	}
 	msg->timeout_ms = priv->timeout_ms;
 	msg->context[1] = (void *)(unsigned long)waiting_in;
 	priv->msg = msg;
@@ -963,6 +972,8 @@ static void cm_destroy(struct cm_id_private *priv, int err)
 	cm_av_clear(priv, &priv->av);
 	cm_av_clear(priv, &priv->alt_av);
 	cm_keep_pdata(priv, NULL, 0);
+	kfree(priv->send_err);
+	priv->send_err = NULL;
 	spin_unlock_irq(&priv->lock);
 	kmem_cache_free(cmg.id_cache, priv);
 }
@@ -3126,9 +3137,6 @@ static void cm_send_finished(struct cm_id_private *priv,
 	struct cm_job *job = NULL;
 	enum ib_cm_event_type ev;
 
-	if (status != IB_WC_SUCCESS && status != IB_WC_WR_FLUSH_ERR)
-		job = cm_job_alloc(GFP_ATOMIC);
-
 	/* Releasing @msg drops its reference; keep the ID alive meanwhile. */
 	refcount_inc(&priv->refs);
 	spin_lock_irq(&priv->lock);
@@ -3140,7 +3148,11 @@ static void cm_send_finished(struct cm_id_private *priv,
 	}
 	priv->msg = NULL;
 	cm_msg_release(msg);
-	if (!job || sent_in != priv->id.state)
+	/* The exchange is over: its reserved report is used or freed. */
+	job = priv->send_err;
+	priv->send_err = NULL;
+	if (!job || status == IB_WC_SUCCESS || status == IB_WC_WR_FLUSH_ERR ||
+	    sent_in != priv->id.state)
 		goto unlock;
 
 	trace_icm_mad_send_err(sent_in, status);

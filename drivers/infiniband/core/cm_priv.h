@@ -145,6 +145,11 @@ struct cm_id_private {
 
 	/* The exchange in flight and the events it produced. */
 	struct ib_mad_send_buf *msg;
+	/*
+	 * Reserved with @msg for the event that reports its failure, so
+	 * that a timed-out exchange is always reported (lock: ->lock).
+	 */
+	struct cm_job *send_err;
 	__be64 tid;
 	int timeout_ms;
 	u8 max_cm_retries;

@@ -8,7 +8,10 @@
 # asks for 15 retries, so ib_cm must send the REQ 16 times, ~6 s apart,
 # then report IB_CM_REQ_ERROR, which rping sees as
 # RDMA_CM_EVENT_UNREACHABLE: a clean timeout within bounded time, never a
-# hang.  Then the CM must still connect to the guest's own address.  (The
+# hang.  With the test build's fault hook, the allocation ib_cm attempts
+# next after the first REQ is made to fail: the timeout must be reported
+# all the same (what reports it may not depend on memory at that moment).
+# Then the CM must still connect to the guest's own address.  (The
 # two-guest form, with a real peer whose replies are filtered, is
 # ibcm_timeout_2vm.sh; this one costs one guest and about 2 minutes.)
 
@@ -24,6 +27,7 @@ RETRIES=15
 MIN=90
 LIMIT=240
 P=/sys/class/infiniband/rxe0/ports/1
+KNOB=/sys/kernel/debug/ib_cm
 
 rxe_up || exit 1
 
@@ -34,10 +38,30 @@ tap_check "silent neighbour $PEER added" \
 retr0=$(cat $P/cm_tx_retries/req)
 tx0=$(cat $P/cm_tx_msgs/req)
 rx0=$(cat $P/cm_rx_msgs/req)
+[ -d "$KNOB" ] || mount -t debugfs none /sys/kernel/debug 2> /dev/null
+has_cm_ids() {
+	[ "$(cat "$KNOB/cm_ids")" -gt 0 ]
+}
+faults0=$(cat "$KNOB/faults" 2> /dev/null)
 start=$(date +%s)
-run_with_timeout "$LIMIT" rping -c -a "$PEER" -p "$PORT" -C 1 -v \
+bg_with_timeout "$LIMIT" rping -c -a "$PEER" -p "$PORT" -C 1 -v \
 	> /tmp/timeout-client.out 2>&1
+client=$!
+armed=0
+# The REQ goes out in the same call that creates the cm_id.
+if [ -w "$KNOB/fail_nth" ] && wait_until 30 has_cm_ids; then
+	sleep 1
+	echo 1 > "$KNOB/fail_nth"
+	armed=1
+fi
+wait "$client"
 crc=$?
+if [ "$armed" = 1 ]; then
+	echo "# fault armed after the first REQ; left: $(cat "$KNOB/fail_nth")," \
+		"failed: $(($(cat "$KNOB/faults") - faults0))" \
+		"$([ "$(cat "$KNOB/fail_nth")" = 0 ] && head -n 3 "$KNOB/last_fault" | paste -sd ' ')"
+	echo 0 > "$KNOB/fail_nth"
+fi
 took=$(($(date +%s) - start))
 retr=$(($(cat $P/cm_tx_retries/req) - retr0))
 tx=$(($(cat $P/cm_tx_msgs/req) - tx0))
@@ -50,6 +74,10 @@ tap_check "client gave up by itself (no hang, < ${LIMIT}s)" \
 	test "$crc" != 0 -a "$crc" != 124 -a "$crc" != 137
 tap_check "rdma_cm reported the peer unreachable" \
 	grep -q 'RDMA_CM_EVENT_UNREACHABLE' /tmp/timeout-client.out
+if [ -w "$KNOB/fail_nth" ]; then
+	tap_check "the timeout was reported with the next allocation failing" \
+		test "$armed" = 1
+fi
 tap_check "the REQ was sent $((RETRIES + 1)) times" \
 	test "$retr" = "$RETRIES" -a "$tx" = $((RETRIES + 1))
 tap_check "no REQ came back (the peer is silent)" test "$rx" = 0
