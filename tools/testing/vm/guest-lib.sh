@@ -65,6 +65,12 @@ bg_with_timeout() {
 	timeout -k 5 "$secs" "$@" &
 }
 
+# debug_kernel: the guest runs the debug tier's kernel (lockdep, KASAN,
+# kmemleak; tools/debug-kernel), which is several times slower.
+debug_kernel() {
+	[ -e /proc/lockdep ]
+}
+
 # wait_until SECONDS CMD...: retry CMD every 0.2 s until it succeeds.
 wait_until() {
 	local tries=$(($1 * 5))
