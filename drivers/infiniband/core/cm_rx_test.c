@@ -7,7 +7,9 @@
  * connections (REQ or REP reusing a connected QP), REQs in TimeWait, MRA
  * receipt and the timeout it extends, REJ and DREP receipt, TimeWait exit,
  * LAP/APR (ignored on RoCE like the distribution CM does), ib_cm_notify()
- * and the private data and ECE values carried to the consumer.
+ * and the private data and ECE values carried to the consumer; for service
+ * ID resolution: SIDR_REQ without a listener, with one (and its answer),
+ * duplicate SIDR_REQs, and SIDR_REP receipt.
  *
  * Messages from the "peer" are built here and handed to ib_cm's receive
  * handler through the test hook (cm_test_hook.c).  They claim to come from
@@ -17,6 +19,13 @@
  * their MADs leave on the wire and are never answered.  Observed: the
  * events our handler records, cm_id states, and the per-port counters
  * (cm_tx_msgs, cm_rx_duplicates, ... in sysfs).
+ *
+ * A SIDR_REP carries no communication ID, only the request ID of the
+ * SIDR_REQ it answers.  So when an injected SIDR_REQ names as its request
+ * ID the local ID of one of our IDs that itself waits for a SIDR_REP (its
+ * own SIDR_REQ went to the made-up GID), the SIDR_REP the CM sends back
+ * to our GID is delivered to that ID: what the CM put on the wire shows up
+ * as an IB_CM_SIDR_REP_RECEIVED event, field by field.
  *
  * Load after ib_cm.ko (built with the hook) with an active RoCE port that
  * runs a CM; init fails when any check fails.
@@ -68,6 +77,14 @@ struct rx_event {
 	u32 ece_attr;
 	u16 rej_reason;
 	u8 service_timeout;
+	/* SIDR_REQ_RECEIVED */
+	__be64 service_id;
+	u16 pkey;
+	u16 bth_pkey;
+	u8 port;
+	/* SIDR_REP_RECEIVED (and remote_qpn) */
+	u8 sidr_status;
+	u32 qkey;
 };
 
 #define RX_MAX_NEW	8
@@ -79,7 +96,7 @@ struct rx_event {
 static DEFINE_SPINLOCK(rx_lock);
 static struct rx_event rx_events[RX_MAX_EVENTS];
 static unsigned int rx_nevents;
-/* IDs that REQs created and that no check took over (yet). */
+/* IDs that (SIDR) REQs created and that no check took over (yet). */
 static struct ib_cm_id *rx_unclaimed[RX_MAX_NEW];
 static unsigned int rx_nunclaimed;
 static DECLARE_WAIT_QUEUE_HEAD(rx_wq);
@@ -88,6 +105,10 @@ static void rx_note(struct rx_event *e, const struct ib_cm_event *ev)
 {
 	const struct ib_cm_req_event_param *req = &ev->param.req_rcvd;
 	const struct ib_cm_rep_event_param *rep = &ev->param.rep_rcvd;
+	const struct ib_cm_sidr_req_event_param *sreq =
+		&ev->param.sidr_req_rcvd;
+	const struct ib_cm_sidr_rep_event_param *srep =
+		&ev->param.sidr_rep_rcvd;
 
 	lockdep_assert_held(&rx_lock);
 	if (ev->private_data) {
@@ -116,6 +137,18 @@ static void rx_note(struct rx_event *e, const struct ib_cm_event *ev)
 	case IB_CM_MRA_RECEIVED:
 		e->service_timeout = ev->param.mra_rcvd.service_timeout;
 		break;
+	case IB_CM_SIDR_REQ_RECEIVED:
+		e->listen_id = sreq->listen_id;
+		e->service_id = sreq->service_id;
+		e->pkey = sreq->pkey;
+		e->bth_pkey = sreq->bth_pkey;
+		e->port = sreq->port;
+		break;
+	case IB_CM_SIDR_REP_RECEIVED:
+		e->sidr_status = srep->status;
+		e->remote_qpn = srep->qpn;
+		e->qkey = srep->qkey;
+		break;
 	default:
 		break;
 	}
@@ -135,7 +168,8 @@ static int rx_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 		e->type = ev->event;
 		rx_note(e, ev);
 	}
-	if (ev->event == IB_CM_REQ_RECEIVED) {
+	if (ev->event == IB_CM_REQ_RECEIVED ||
+	    ev->event == IB_CM_SIDR_REQ_RECEIVED) {
 		/* No room to track it: let the CM destroy it. */
 		if (rx_nunclaimed < RX_MAX_NEW)
 			rx_unclaimed[rx_nunclaimed++] = id;
@@ -452,6 +486,45 @@ static int rx_send_lap_apr(__be16 attr, const struct rx_peer *p,
 	return rx_inject(mad);
 }
 
+/* A SIDR_REQ from the peer; a SIDR_REP will go back to our own GID. */
+static int rx_send_sidr_req(u32 request_id, __be64 sid, u16 pkey, char tag)
+{
+	u8 mad[RX_MAD_SIZE] = {}, pd[RX_PDATA];
+	struct cmc_sidr_req f = {
+		.request_id = request_id,
+		.pkey = pkey,
+		.service_id = be64_to_cpu(sid),
+		.pdata = pd,
+		.pdata_len = sizeof(pd),
+	};
+
+	rx_pdata(pd, tag);
+	cmc_put_hdr((struct ib_mad_hdr *)mad, CM_SIDR_REQ_ATTR_ID,
+		    cpu_to_be64(0x51d0000000000000ULL + request_id), 0);
+	cmc_put_sidr_req((struct cm_sidr_req_msg *)mad, &f);
+	return rx_inject(mad);
+}
+
+static int rx_send_sidr_rep(u32 request_id, u8 status, u32 qpn, u32 qkey,
+			    char tag)
+{
+	u8 mad[RX_MAD_SIZE] = {}, pd[RX_PDATA];
+	struct cmc_sidr_rep f = {
+		.request_id = request_id,
+		.status = status,
+		.qpn = qpn,
+		.qkey = qkey,
+		.pdata = pd,
+		.pdata_len = sizeof(pd),
+	};
+
+	rx_pdata(pd, tag);
+	cmc_put_hdr((struct ib_mad_hdr *)mad, CM_SIDR_REP_ATTR_ID,
+		    cpu_to_be64(0x51d1000000000000ULL + request_id), 0);
+	cmc_put_sidr_rep((struct cm_sidr_rep_msg *)mad, &f);
+	return rx_inject(mad);
+}
+
 static bool rx_pdata_is(const struct rx_event *e, char tag)
 {
 	u8 want[RX_PDATA];
@@ -632,6 +705,58 @@ static void rx_active_end(struct rx_active *c)
 	if (c->id)
 		ib_destroy_cm_id(c->id);
 	c->id = NULL;
+	rx_quiesce();
+	rx_forget_events();
+}
+
+/* ------------------------------------------------------------------ */
+/* Service ID resolution this side asks for                            */
+
+struct rx_asker {
+	struct ib_cm_id *id;
+	struct sa_path_rec path;
+};
+
+/*
+ * Send a SIDR_REQ towards the made-up GID, where nobody answers it: ->id
+ * waits in SIDR_REQ_SENT for a SIDR_REP naming its local ID.
+ */
+static bool rx_sidr_ask(struct rx_asker *a)
+{
+	struct ib_cm_sidr_req_param req = {
+		.path = &a->path,
+		.sgid_attr = rx_gid,
+		.service_id = rx_sid(),
+		/* Far longer than a check lasts. */
+		.timeout_ms = 60000,
+		.max_cm_retries = 0,
+	};
+
+	memset(a, 0, sizeof(*a));
+	rx_far_path(&a->path, 14);
+	a->id = ib_create_cm_id(rx_dev, rx_handler, NULL);
+	if (IS_ERR(a->id)) {
+		a->id = NULL;
+		return false;
+	}
+	return !ib_send_cm_sidr_req(a->id, &req) &&
+	       rx_state(a->id) == IB_CM_SIDR_REQ_SENT;
+}
+
+/* The request ID that SIDR_REPs for @a carry. */
+static u32 rx_asker_rid(const struct rx_asker *a)
+{
+	return be32_to_cpu(a->id->local_id);
+}
+
+static void rx_sidr_end(struct rx_asker *a, struct ib_cm_id *listen)
+{
+	if (a && a->id)
+		ib_destroy_cm_id(a->id);
+	if (a)
+		a->id = NULL;
+	if (listen && !IS_ERR(listen))
+		ib_destroy_cm_id(listen);
 	rx_quiesce();
 	rx_forget_events();
 }
@@ -1178,6 +1303,254 @@ out:
 }
 
 /* ------------------------------------------------------------------ */
+/* Service ID resolution                                               */
+
+/* Wait until @n @type events arrived (of any ID); true when they did. */
+static bool rx_wait_n(enum ib_cm_event_type type, unsigned int n)
+{
+	wait_event_timeout(rx_wq, rx_count(NULL, type, NULL) >= n,
+			   msecs_to_jiffies(RX_WAIT_MS));
+	return rx_count(NULL, type, NULL) >= n;
+}
+
+static struct ib_cm_id *rx_sidr_listen(__be64 sid)
+{
+	struct ib_cm_id *id = ib_create_cm_id(rx_dev, rx_handler, NULL);
+
+	if (IS_ERR(id))
+		return NULL;
+	if (ib_cm_listen(id, sid)) {
+		ib_destroy_cm_id(id);
+		return NULL;
+	}
+	return id;
+}
+
+/* The ID the listener got for the SIDR_REQ in @e, taken over; or NULL. */
+static struct ib_cm_id *rx_sidr_claim(const struct rx_event *e)
+{
+	if (e->id)
+		rx_claim(e->id);
+	return e->id;
+}
+
+/* Nobody listens: the CM itself answers "unsupported", tells nobody. */
+static void test_sidr_req_no_listener(void)
+{
+	struct rx_event e = {};
+	struct rx_asker a;
+	long tx;
+
+	IBST_EXPECT(rx_sidr_ask(&a));
+	if (ibst_case_failed())
+		goto out;
+	rx_quiesce();
+	tx = rx_ctr(CM_CTR_TX, CM_SIDR_REP_ATTR_ID);
+	IBST_EXPECT(!rx_send_sidr_req(rx_asker_rid(&a), rx_sid(), 0xffff, 'u'));
+	cm_test_flush();
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_SIDR_REP_ATTR_ID, tx));
+	IBST_EXPECT(rx_wait_event(a.id, IB_CM_SIDR_REP_RECEIVED, &e));
+	IBST_EXPECT_EQ(e.sidr_status, IB_SIDR_UNSUPPORTED);
+	IBST_EXPECT(rx_state(a.id) == IB_CM_IDLE);
+	rx_quiesce();
+	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_SIDR_REQ_RECEIVED, NULL), 0);
+	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_SIDR_REP_RECEIVED, NULL), 1);
+out:
+	rx_sidr_end(&a, NULL);
+}
+
+/*
+ * The listener gets the request's fields on a new ID; its SIDR_REP goes
+ * out with the request ID, status, QPN, Q_Key and private data it gave.
+ */
+static void test_sidr_req_event_and_rep(void)
+{
+	struct ib_cm_sidr_rep_param rep = {
+		.status = IB_SIDR_SUCCESS,
+		.qp_num = 0xc0ffee,
+		.qkey = 0x13572468,
+	};
+	struct ib_cm_id *listen, *n = NULL;
+	struct rx_event e = {};
+	__be64 sid = rx_sid();
+	u8 pd[RX_PDATA];
+	struct rx_asker a;
+	long rx, tx;
+
+	rx_pdata(pd, 'T');
+	rep.private_data = pd;
+	rep.private_data_len = sizeof(pd);
+	listen = rx_sidr_listen(sid);
+	IBST_EXPECT(listen);
+	IBST_EXPECT(rx_sidr_ask(&a));
+	if (ibst_case_failed())
+		goto out;
+	rx_quiesce();
+	rx = rx_ctr(CM_CTR_RX, CM_SIDR_REQ_ATTR_ID);
+	IBST_EXPECT(!rx_send_sidr_req(rx_asker_rid(&a), sid, 0x8abc, 'S'));
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(NULL, IB_CM_SIDR_REQ_RECEIVED, &e));
+	n = rx_sidr_claim(&e);
+	if (!n)
+		goto out;
+	IBST_EXPECT(n != listen);
+	IBST_EXPECT(e.listen_id == listen);
+	IBST_EXPECT(e.service_id == sid);
+	IBST_EXPECT_EQ(e.pkey, 0x8abc);
+	IBST_EXPECT_EQ(e.bth_pkey, 0xffff);
+	IBST_EXPECT_EQ(e.port, rx_port);
+	IBST_EXPECT(rx_pdata_is(&e, 'S'));
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX, CM_SIDR_REQ_ATTR_ID), rx + 1);
+	IBST_EXPECT(rx_state(n) == IB_CM_SIDR_REQ_RCVD);
+	IBST_EXPECT(n->remote_id == a.id->local_id);
+	IBST_EXPECT(n->service_id == sid);
+
+	tx = rx_ctr(CM_CTR_TX, CM_SIDR_REP_ATTR_ID);
+	IBST_EXPECT_EQ(ib_send_cm_sidr_rep(n, &rep), 0);
+	IBST_EXPECT(rx_state(n) == IB_CM_IDLE);
+	/* One answer per request. */
+	IBST_EXPECT_EQ(ib_send_cm_sidr_rep(n, &rep), -EINVAL);
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_SIDR_REP_ATTR_ID, tx));
+	IBST_EXPECT(rx_wait_event(a.id, IB_CM_SIDR_REP_RECEIVED, &e));
+	IBST_EXPECT_EQ(e.sidr_status, IB_SIDR_SUCCESS);
+	IBST_EXPECT_EQ(e.remote_qpn, 0xc0ffee);
+	IBST_EXPECT_EQ(e.qkey, 0x13572468);
+	IBST_EXPECT(rx_pdata_is(&e, 'T'));
+	IBST_EXPECT(rx_state(a.id) == IB_CM_IDLE);
+	rx_quiesce();
+	IBST_EXPECT_EQ(rx_count(a.id, IB_CM_SIDR_REP_RECEIVED, NULL), 1);
+	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_SIDR_REQ_RECEIVED, NULL), 1);
+out:
+	if (n)
+		ib_destroy_cm_id(n);
+	rx_sidr_end(&a, listen);
+}
+
+/* A request the consumer drops without answering is rejected. */
+static void test_sidr_req_unanswered_rejected(void)
+{
+	struct ib_cm_id *listen, *n;
+	struct rx_event e = {};
+	__be64 sid = rx_sid();
+	struct rx_asker a;
+
+	listen = rx_sidr_listen(sid);
+	IBST_EXPECT(listen);
+	IBST_EXPECT(rx_sidr_ask(&a));
+	if (ibst_case_failed())
+		goto out;
+	IBST_EXPECT(!rx_send_sidr_req(rx_asker_rid(&a), sid, 0xffff, 'd'));
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(NULL, IB_CM_SIDR_REQ_RECEIVED, &e));
+	n = rx_sidr_claim(&e);
+	if (!n)
+		goto out;
+	ib_destroy_cm_id(n);
+	IBST_EXPECT(rx_wait_event(a.id, IB_CM_SIDR_REP_RECEIVED, &e));
+	IBST_EXPECT_EQ(e.sidr_status, IB_SIDR_REJECT);
+	IBST_EXPECT(rx_state(a.id) == IB_CM_IDLE);
+out:
+	rx_sidr_end(&a, listen);
+}
+
+/*
+ * The peer repeats a SIDR_REQ the listener has not answered yet: counted
+ * as a duplicate, not delivered again.  Once answered, a new request with
+ * the same ID is served afresh.
+ */
+static void test_dup_sidr_req(void)
+{
+	struct ib_cm_sidr_rep_param rep = {
+		.status = IB_SIDR_NO_QP,
+	};
+	struct ib_cm_id *listen, *n = NULL;
+	struct rx_event e = {};
+	__be64 sid = rx_sid();
+	struct rx_peer peer;
+	long dups, rx;
+	u32 rid;
+
+	rx_new_peer(&peer);
+	/* Nobody uses IDs with this value: the SIDR_REP finds no asker. */
+	rid = ~peer.comm_id;
+	listen = rx_sidr_listen(sid);
+	IBST_EXPECT(listen);
+	if (!listen)
+		goto out;
+	rx_quiesce();
+	dups = rx_ctr(CM_CTR_RX_DUPS, CM_SIDR_REQ_ATTR_ID);
+	rx = rx_ctr(CM_CTR_RX, CM_SIDR_REQ_ATTR_ID);
+	IBST_EXPECT(!rx_send_sidr_req(rid, sid, 0xffff, 'a'));
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(NULL, IB_CM_SIDR_REQ_RECEIVED, &e));
+	n = rx_sidr_claim(&e);
+	if (!n)
+		goto out;
+	IBST_EXPECT(!rx_send_sidr_req(rid, sid, 0xffff, 'b'));
+	rx_quiesce();
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX, CM_SIDR_REQ_ATTR_ID), rx + 2);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_SIDR_REQ_ATTR_ID), dups + 1);
+	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_SIDR_REQ_RECEIVED, NULL), 1);
+	IBST_EXPECT(rx_state(n) == IB_CM_SIDR_REQ_RCVD);
+
+	/* The answer, not the end of the ID, ends the duplicate window. */
+	IBST_EXPECT_EQ(ib_send_cm_sidr_rep(n, &rep), 0);
+	IBST_EXPECT(!rx_send_sidr_req(rid, sid, 0xffff, 'c'));
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_n(IB_CM_SIDR_REQ_RECEIVED, 2));
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_SIDR_REQ_ATTR_ID), dups + 1);
+	IBST_EXPECT(rx_count(NULL, IB_CM_SIDR_REQ_RECEIVED, &e) == 2 &&
+		    rx_pdata_is(&e, 'c'));
+out:
+	if (n)
+		ib_destroy_cm_id(n);
+	rx_sidr_end(NULL, listen);
+}
+
+/*
+ * The answer to our SIDR_REQ reaches us once with its fields; repeats and
+ * answers to a request ID that is gone find nobody.
+ */
+static void test_sidr_rep(void)
+{
+	struct rx_asker a, gone;
+	struct rx_event e = {};
+	long rx;
+	u32 rid;
+
+	IBST_EXPECT(rx_sidr_ask(&a));
+	IBST_EXPECT(rx_sidr_ask(&gone));
+	if (ibst_case_failed())
+		goto out;
+	rid = rx_asker_rid(&gone);
+	ib_destroy_cm_id(gone.id);
+	gone.id = NULL;
+	rx_quiesce();
+	rx = rx_ctr(CM_CTR_RX, CM_SIDR_REP_ATTR_ID);
+	/* The CM passes the status on as it is, whatever it says. */
+	IBST_EXPECT(!rx_send_sidr_rep(rx_asker_rid(&a), IB_SIDR_REDIRECT,
+				      0xabcdef, 0x0badcafe, 'R'));
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(a.id, IB_CM_SIDR_REP_RECEIVED, &e));
+	IBST_EXPECT_EQ(e.sidr_status, IB_SIDR_REDIRECT);
+	IBST_EXPECT_EQ(e.remote_qpn, 0xabcdef);
+	IBST_EXPECT_EQ(e.qkey, 0x0badcafe);
+	IBST_EXPECT(rx_pdata_is(&e, 'R'));
+	IBST_EXPECT(rx_state(a.id) == IB_CM_IDLE);
+
+	IBST_EXPECT(!rx_send_sidr_rep(rx_asker_rid(&a), IB_SIDR_REJECT, 1, 2,
+				      'r'));
+	IBST_EXPECT(!rx_send_sidr_rep(rid, IB_SIDR_SUCCESS, 3, 4, 'g'));
+	rx_quiesce();
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX, CM_SIDR_REP_ATTR_ID), rx + 3);
+	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_SIDR_REP_RECEIVED, NULL), 1);
+	IBST_EXPECT(rx_state(a.id) == IB_CM_IDLE);
+out:
+	rx_sidr_end(&gone, NULL);
+	rx_sidr_end(&a, NULL);
+}
+
+/* ------------------------------------------------------------------ */
 /* Device                                                              */
 
 /* The first RoCE port that runs a CM, and its IPv4 GID when it has one. */
@@ -1282,6 +1655,11 @@ static const struct ibst_case cm_rx_cases[] = {
 	{ "lap_apr_dropped_on_roce", test_lap_apr_roce },
 	{ "stale_req_rejected", test_stale_req },
 	{ "stale_rep_rejected", test_stale_rep },
+	{ "sidr_req_without_listener_unsupported", test_sidr_req_no_listener },
+	{ "sidr_req_event_fields_and_rep_sent", test_sidr_req_event_and_rep },
+	{ "sidr_req_unanswered_rejected", test_sidr_req_unanswered_rejected },
+	{ "dup_sidr_req_counted_and_dropped", test_dup_sidr_req },
+	{ "sidr_rep_event_fields_and_unknown_dropped", test_sidr_rep },
 	{}
 };
 
