@@ -487,7 +487,7 @@ static int cm_send_tracked(struct cm_id_private *priv,
 	if (!priv->send_err)
 		priv->send_err = cm_job_alloc(GFP_ATOMIC);
 	if (!priv->send_err) {
-		cm_msg_release(msg);
+		cm_msg_abandon(msg);
 		return -ENOMEM;
 	}
 	msg->timeout_ms = priv->timeout_ms;
