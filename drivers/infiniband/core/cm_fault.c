@@ -12,6 +12,10 @@
  *             can tell a leaked cm_id right after the step that leaked it
  *   last_fault  the call chain of the allocation failed last, innermost
  *             first, so that a sweep can say which site each step hit
+ *   agent_pins  MAD agent pins held right now, over every port of every
+ *             device: 0 when no send is being built or posted, so that a
+ *             sweep can tell an error path that kept one (device removal
+ *             would wait for it for ever)
  *
  * A sweep writes N = 1, 2, ... and runs a scenario each time, until a run
  * ends with the countdown unfired: that run met no fault and must succeed.
@@ -89,6 +93,22 @@ static int cm_fault_ids_get(void *data, u64 *val)
 }
 DEFINE_DEBUGFS_ATTRIBUTE(cm_fault_ids_fops, cm_fault_ids_get, NULL, "%llu\n");
 
+static int cm_fault_pins_get(void *data, u64 *val)
+{
+	struct cm_device *dev;
+	unsigned long flags;
+	u32 i;
+
+	*val = 0;
+	read_lock_irqsave(&cmg.dev_lock, flags);
+	list_for_each_entry(dev, &cmg.devices, node)
+		for (i = 0; i < dev->nports; i++)
+			*val += atomic_read(&dev->port[i].agent_users);
+	read_unlock_irqrestore(&cmg.dev_lock, flags);
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(cm_fault_pins_fops, cm_fault_pins_get, NULL, "%llu\n");
+
 static int last_fault_show(struct seq_file *m, void *unused)
 {
 	unsigned long stack[CM_FAULT_FRAMES];
@@ -118,6 +138,8 @@ void cm_fault_init(void)
 				   &cm_fault_ids_fops);
 	debugfs_create_file("last_fault", 0400, cm_fault_dir, NULL,
 			    &last_fault_fops);
+	debugfs_create_file_unsafe("agent_pins", 0400, cm_fault_dir, NULL,
+				   &cm_fault_pins_fops);
 }
 
 /**

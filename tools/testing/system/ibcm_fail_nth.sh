@@ -146,6 +146,11 @@ no_cm_ids() {
 	[ "$(cm_ids)" = 0 ]
 }
 
+# no_pins: no MAD agent pin is held (a kept one blocks device removal).
+no_pins() {
+	[ "$(cat "$KNOB/agent_pins")" = 0 ]
+}
+
 # fault_site: where the allocation failed last, as "site <- caller <- ...".
 fault_site() {
 	sed -e 's/+0x.*//' -e 's/ \[.*//' "$KNOB/last_fault" 2> /dev/null |
@@ -170,6 +175,7 @@ secs_since() {
 sweep() {
 	local name=$1 out=/tmp/fnth-$1.out n rc left final=1 t0 t1 took
 	local silent=0 dstate=0 leaks=0 late=0 reported=0 stayed=0 recovered=0
+	local pins=0
 
 	for ((n = 1; n <= MAX; n++)); do
 		echo "$n" > "$KNOB/fail_nth"
@@ -213,6 +219,11 @@ sweep() {
 				echo "# $name: n=$n: $(cm_ids) cm_id(s) left 180 s after the run"
 			fi
 		fi
+		if ! wait_until 10 no_pins; then
+			pins=$((pins + 1))
+			echo "# $name: n=$n: $(cat "$KNOB/agent_pins") MAD agent" \
+				"pin(s) still held after the run"
+		fi
 		# Where the sweep's time goes: the run, then the wait for
 		# what it left to go.
 		echo "# $name: n=$n: $(fault_site): status $rc after $took s," \
@@ -226,6 +237,7 @@ sweep() {
 	tap_check "$name: every failure reported or recovered" test "$silent" = 0
 	tap_check "$name: no thread stuck in the kernel" test "$dstate" = 0
 	tap_check "$name: no cm_id left after any run" test "$leaks" = 0
+	tap_check "$name: no MAD agent pin left after any run" test "$pins" = 0
 	tap_check "$name: the run without a fault succeeds" test "$final" = 0
 	tap_check "$name: some allocation was failed" test "$n" -gt 1
 }
