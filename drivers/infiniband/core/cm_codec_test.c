@@ -504,6 +504,16 @@ out:
 	cm_tw_free(d);
 }
 
+/* After expiry: no record waits and @probe's remote QPN is free again. */
+static void expect_tw_gone(struct cm_tw *probe)
+{
+	spin_lock_irq(&cmg.lock);
+	IBST_EXPECT(list_empty(&cmg.tw_list));
+	IBST_EXPECT(!cm_tw_insert_rqpn(probe));
+	cm_tw_unlink(probe);
+	spin_unlock_irq(&cmg.lock);
+}
+
 /*
  * TimeWait: while waiting, the record keeps blocking its remote QPN; on
  * expiry it leaves both trees and reports the connection it belonged to.
@@ -534,11 +544,7 @@ static void test_tw_expiry(void)
 	IBST_EXPECT(tw_seen.local_id == cpu_to_be32(7));
 	IBST_EXPECT(tw_seen.remote_id == cpu_to_be32(70));
 	IBST_EXPECT(tw_seen.remote_qpn == cpu_to_be32(0x700));
-	spin_lock_irq(&cmg.lock);
-	IBST_EXPECT(list_empty(&cmg.tw_list));
-	IBST_EXPECT(!cm_tw_insert_rqpn(probe));
-	cm_tw_unlink(probe);
-	spin_unlock_irq(&cmg.lock);
+	expect_tw_gone(probe);
 out:
 	cm_tw_free(probe);
 }
@@ -580,11 +586,7 @@ static void test_tw_expiry_enomem(void)
 		msleep(20);
 	IBST_EXPECT(tw_seen.calls == 3);
 	IBST_EXPECT(tw_seen.remote_qpn == cpu_to_be32(0x500));
-	spin_lock_irq(&cmg.lock);
-	IBST_EXPECT(list_empty(&cmg.tw_list));
-	IBST_EXPECT(!cm_tw_insert_rqpn(probe));
-	cm_tw_unlink(probe);
-	spin_unlock_irq(&cmg.lock);
+	expect_tw_gone(probe);
 out:
 	cm_tw_free(probe);
 }
