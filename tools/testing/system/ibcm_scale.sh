@@ -85,6 +85,14 @@ pair() {
 	fi
 }
 
+# pair_checks LABEL OUT WHAT: the pair just run exited 0 on both sides and
+# OUT says the data went over every WHAT.
+pair_checks() {
+	tap_check "$1 client exit 0" test "$crc" = 0
+	tap_check "$1 server exit 0" test "$src" = 0
+	tap_check "$1: data on every $3" grep -q 'data transfers complete' "$2"
+}
+
 # ib_cm in use must be the project's module (vm-run --insmod).
 ours=
 for ko in $VM_INSMOD; do
@@ -113,12 +121,9 @@ pair ucmatose 240 ucmatose -b "$MY_IP" -p 7472 -c "$NUCMA" -- \
 	ucmatose -s "$MY_IP" -p 7472 -c "$NUCMA"
 req=$(new req "$before") rtu=$(new rtu "$before") dreq=$(new dreq "$before")
 echo "# ucmatose: new REQs $req, RTUs $rtu, DREQs $dreq"
-tap_check "ucmatose -c $NUCMA client exit 0" test "$crc" = 0
-tap_check "ucmatose -c $NUCMA server exit 0" test "$src" = 0
 # The server polls a send and a receive completion per message on every
-# connected QP before it says this.
-tap_check "ucmatose -c $NUCMA: data on every connection" \
-	grep -q 'data transfers complete' /tmp/ucmatose-server.out
+# connected QP before it says its data transfers are complete.
+pair_checks "ucmatose -c $NUCMA" /tmp/ucmatose-server.out connection
 tap_check "ucmatose -c $NUCMA: $NUCMA REQs and RTUs through ib_cm" \
 	test "$req" -ge "$NUCMA" -a "$rtu" -ge "$NUCMA"
 tap_check "ucmatose -c $NUCMA: $NUCMA connections closed by DREQ" \
@@ -130,10 +135,7 @@ pair udaddy 240 udaddy -b "$MY_IP" -c "$NUD" -- \
 	udaddy -s "$MY_IP" -c "$NUD"
 sreq=$(new sidr_req "$before") srep=$(new sidr_rep "$before")
 echo "# udaddy: new SIDR_REQs $sreq, SIDR_REPs $srep"
-tap_check "udaddy -c $NUD client exit 0" test "$crc" = 0
-tap_check "udaddy -c $NUD server exit 0" test "$src" = 0
-tap_check "udaddy -c $NUD: data on every UD QP" \
-	grep -q 'data transfers complete' /tmp/udaddy-client.out
+pair_checks "udaddy -c $NUD" /tmp/udaddy-client.out "UD QP"
 tap_check "udaddy -c $NUD: $NUD SIDR_REQs and SIDR_REPs through ib_cm" \
 	test "$sreq" -ge "$NUD" -a "$srep" -ge "$NUD"
 
