@@ -1053,30 +1053,6 @@ EXPORT_SYMBOL(ib_cm_listen);
 /* ------------------------------------------------------------------ */
 /* REQ                                                                 */
 
-static void cm_fill_req_path(struct cmc_path *w, struct sa_path_rec *p,
-			     struct sa_path_rec *inbound, u8 ack_delay)
-{
-	w->local_gid = p->sgid;
-	w->remote_gid = p->dgid;
-	if (p->hop_limit <= 1) {
-		w->local_lid = be32_to_cpu(sa_path_get_slid(p)) & 0xffff;
-		w->remote_lid = be32_to_cpu(sa_path_get_dlid(p)) & 0xffff;
-		w->subnet_local = 1;
-	} else {
-		/* Routed: the remote LID is not known here. */
-		w->local_lid = inbound ? be16_to_cpu(inbound->ib.dlid) :
-					 be16_to_cpu(IB_LID_PERMISSIVE);
-		w->remote_lid = be16_to_cpu(IB_LID_PERMISSIVE);
-		w->subnet_local = 0;
-	}
-	w->flow_label = be32_to_cpu(p->flow_label);
-	w->rate = p->rate;
-	w->tclass = p->traffic_class;
-	w->hop_limit = p->hop_limit;
-	w->sl = p->sl;
-	w->ack_timeout = cmc_ack_timeout(ack_delay, p->packet_life_time);
-}
-
 static int cm_check_req_param(struct ib_cm_req_param *param)
 {
 	struct sa_path_rec *pri = param->primary_path;
@@ -1185,11 +1161,13 @@ int ib_send_cm_req(struct ib_cm_id *cm_id, struct ib_cm_req_param *param)
 		f.rnr_retry = param->rnr_retry_count;
 		f.srq = param->srq;
 	}
-	cm_fill_req_path(&f.primary, param->primary_path,
-			 param->primary_path_inbound, ack_delay);
+	cmc_path_from_sa(&f.primary, param->primary_path,
+			 param->primary_path_inbound ?
+			 be16_to_cpu(param->primary_path_inbound->ib.dlid) :
+			 be16_to_cpu(IB_LID_PERMISSIVE), ack_delay);
 	if (param->alternate_path)
-		cm_fill_req_path(&f.alt, param->alternate_path, NULL,
-				 ack_delay);
+		cmc_path_from_sa(&f.alt, param->alternate_path,
+				 be16_to_cpu(IB_LID_PERMISSIVE), ack_delay);
 	f.pdata = param->private_data;
 	f.pdata_len = param->private_data_len;
 
@@ -1352,31 +1330,35 @@ static void cm_path_from_req(const struct cmc_req *r, const struct cmc_path *w,
 			     struct sa_path_rec *p, u32 dlid)
 {
 	/* Everything the peer proposed is taken as an exact match. */
-	p->mtu_selector = IB_SA_EQ;
-	p->rate_selector = IB_SA_EQ;
-	p->packet_life_time_selector = IB_SA_EQ;
-	p->reversible = 1;
-
-	/* The peer's "local" is our destination and vice versa. */
-	p->sgid = w->remote_gid;
-	p->dgid = w->local_gid;
+	cmc_path_to_sa(w, p, dlid);
 	p->service_id = cpu_to_be64(r->service_id);
 	p->pkey = cpu_to_be16(r->pkey);
-
 	p->mtu = r->mtu;
-	p->rate = w->rate;
-	p->sl = w->sl;
-	p->traffic_class = w->tclass;
-	p->hop_limit = w->hop_limit;
-	p->flow_label = cpu_to_be32(w->flow_label);
-	/* The ACK timeout covers a round trip: one lifetime less. */
-	p->packet_life_time = w->ack_timeout ? w->ack_timeout - 1 : 0;
-	if (sa_path_is_roce(p)) {
-		p->roce.route_resolved = false;
-	} else {
-		sa_path_set_dlid(p, dlid);
-		sa_path_set_slid(p, w->remote_lid);
-	}
+}
+
+/* The record type of a path a peer proposed over IB (or OPA). */
+static enum sa_path_rec_type cm_ib_path_type(struct cm_port *port,
+					     const struct cmc_path *w)
+{
+	return cmc_path_type(&w->local_gid,
+			     rdma_cap_opa_ah(port->dev->ibdev, port->num));
+}
+
+/*
+ * ULPs match a REQ's source GID against their own: an OPA GID (which
+ * carries a LID) in the event's path becomes the port's IB GID.
+ */
+static void cm_opa_event_sgid(struct cm_port *port, struct sa_path_rec *p)
+{
+	union ib_gid gid;
+
+	if (p->rec_type != SA_PATH_REC_TYPE_OPA || !ib_is_opa_gid(&p->sgid))
+		return;
+	if (rdma_query_gid(port->dev->ibdev, port->num, 0, &gid))
+		dev_warn_ratelimited(&port->dev->ibdev->dev,
+				     "ib_cm: no GID 0 to show for an OPA path\n");
+	else
+		p->sgid = gid;
 }
 
 /* Inter-subnet REQs carry permissive LIDs; take them from the WC instead. */
@@ -1550,12 +1532,13 @@ static void cm_req_rcvd(struct cm_job *job)
 	if (roce) {
 		job->path[0].rec_type =
 			sa_conv_gid_to_pathrec_type(gattr->gid_type);
+		job->path[1].rec_type = job->path[0].rec_type;
 	} else {
 		cm_fix_routed_lids(&r.primary, job->recv->wc);
 		cm_fix_routed_lids(&r.alt, job->recv->wc);
-		job->path[0].rec_type = SA_PATH_REC_TYPE_IB;
+		job->path[0].rec_type = cm_ib_path_type(job->port, &r.primary);
+		job->path[1].rec_type = cm_ib_path_type(job->port, &r.alt);
 	}
-	job->path[1].rec_type = job->path[0].rec_type;
 	cm_path_from_req(&r, &r.primary, &job->path[0], job->recv->wc->slid);
 	if (has_alt)
 		cm_path_from_req(&r, &r.alt, &job->path[1], r.alt.local_lid);
@@ -1566,9 +1549,15 @@ static void cm_req_rcvd(struct cm_job *job)
 	ret = cm_draft_from_path(&job->path[0], gattr, &pd);
 	if (!ret && has_alt)
 		ret = cm_draft_from_path(&job->path[1], NULL, &ad);
-	if (ret)
+	if (ret) {
 		have_gid = !rdma_query_gid(job->port->dev->ibdev,
 					   job->port->num, 0, &gid);
+	} else if (!roce) {
+		/* The AVs are built: only the consumer's view changes. */
+		cm_opa_event_sgid(job->port, &job->path[0]);
+		if (has_alt)
+			cm_opa_event_sgid(job->port, &job->path[1]);
+	}
 
 	spin_lock_irq(&priv->lock);
 	cm_av_publish(priv, &priv->av, &wcd);
@@ -2416,23 +2405,11 @@ struct cm_lap_rx {
 };
 
 /* The proposed alternate path, as a path record seen from this side. */
-static void cm_path_from_lap(const struct cmc_lap *r, struct sa_path_rec *p)
+static void cm_path_from_lap(struct cm_port *port, const struct cmc_lap *r,
+			     struct sa_path_rec *p)
 {
-	p->rec_type = SA_PATH_REC_TYPE_IB;
-	p->dgid = r->alt.local_gid;
-	p->sgid = r->alt.remote_gid;
-	p->flow_label = cpu_to_be32(r->alt.flow_label);
-	p->hop_limit = r->alt.hop_limit;
-	p->traffic_class = r->alt.tclass;
-	p->reversible = 1;
-	p->sl = r->alt.sl;
-	p->rate_selector = IB_SA_EQ;
-	p->rate = r->alt.rate;
-	p->packet_life_time_selector = IB_SA_EQ;
-	p->packet_life_time = r->alt.ack_timeout ? r->alt.ack_timeout - 1 : 0;
-	p->mtu_selector = IB_SA_EQ;
-	sa_path_set_dlid(p, r->alt.local_lid);
-	sa_path_set_slid(p, r->alt.remote_lid);
+	p->rec_type = cm_ib_path_type(port, &r->alt);
+	cmc_path_to_sa(&r->alt, p, r->alt.local_lid);
 }
 
 static enum cm_rx_verdict cm_lap_decide(struct cm_id_private *priv,
@@ -2492,7 +2469,7 @@ static void cm_lap_rcvd(struct cm_job *job)
 		return;
 	}
 
-	cm_path_from_lap(&x.r, p);
+	cm_path_from_lap(job->port, &x.r, p);
 	spin_lock_irq(&priv->lock);
 	p->pkey = priv->pkey;
 	p->mtu = priv->path_mtu;

@@ -490,6 +490,109 @@ void cmc_get_apr(const struct cm_apr_msg *m, struct cmc_apr *f)
 }
 
 /*
+ * Paths inside a REQ or LAP.  A path block names both ends by GID and LID
+ * as its sender sees them.  OPA fabrics use 32-bit LIDs, which do not fit
+ * the 16-bit LID fields: when either end's LID is extended, the sender
+ * puts zero in the LID fields of a subnet-local path and carries each LID
+ * in the low 32 bits of that end's GID interface ID, under the OPA OUI.
+ */
+
+/**
+ * cmc_path_from_sa() - fill a REQ path block from the sender's path record
+ * @w: the block to fill
+ * @p: the path, from the sender (this side) to the peer
+ * @inbound_dlid: on a routed path, our LID as the peer addresses us (from
+ *	the inbound path record), or the permissive LID when unknown
+ * @ack_delay: this CA's ACK delay, for the local ACK timeout
+ *
+ * A subnet-local path (hop limit 0 or 1) carries both LIDs; across routers
+ * the peer's LID is not known here and the permissive LID stands for it.
+ */
+void cmc_path_from_sa(struct cmc_path *w, struct sa_path_rec *p,
+		      u16 inbound_dlid, u8 ack_delay)
+{
+	bool ext = p->rec_type == SA_PATH_REC_TYPE_OPA &&
+		   opa_is_extended_lid(p->opa.dlid, p->opa.slid);
+
+	w->local_gid = p->sgid;
+	w->remote_gid = p->dgid;
+	if (ext) {
+		w->local_gid.global.interface_id =
+			OPA_MAKE_ID(be32_to_cpu(p->opa.slid));
+		w->remote_gid.global.interface_id =
+			OPA_MAKE_ID(be32_to_cpu(p->opa.dlid));
+	}
+	w->subnet_local = p->hop_limit <= 1;
+	if (w->subnet_local) {
+		w->local_lid = ext ? 0 :
+			be32_to_cpu(sa_path_get_slid(p)) & 0xffff;
+		w->remote_lid = ext ? 0 :
+			be32_to_cpu(sa_path_get_dlid(p)) & 0xffff;
+	} else {
+		w->local_lid = inbound_dlid;
+		w->remote_lid = be16_to_cpu(IB_LID_PERMISSIVE);
+	}
+	w->flow_label = be32_to_cpu(p->flow_label);
+	w->rate = p->rate;
+	w->tclass = p->traffic_class;
+	w->hop_limit = p->hop_limit;
+	w->sl = p->sl;
+	w->ack_timeout = cmc_ack_timeout(ack_delay, p->packet_life_time);
+}
+
+/**
+ * cmc_path_type() - the record type for a path a peer proposed over IB
+ * @peer_gid: the peer's GID in the path block
+ * @opa_ah: the receiving port builds OPA address handles
+ *
+ * Return: SA_PATH_REC_TYPE_OPA when the peer's GID carries an OPA LID and
+ * this port can address it, else SA_PATH_REC_TYPE_IB.
+ */
+enum sa_path_rec_type cmc_path_type(const union ib_gid *peer_gid, bool opa_ah)
+{
+	return opa_ah && ib_is_opa_gid(peer_gid) ? SA_PATH_REC_TYPE_OPA :
+						   SA_PATH_REC_TYPE_IB;
+}
+
+/**
+ * cmc_path_to_sa() - the addressing of a received path block, seen from here
+ * @w: the block, as its sender filled it
+ * @p: the record to fill; its rec_type says what it is
+ * @dlid: IB only: the peer's LID as we address it
+ *
+ * The sender's "local" end is our destination.  RoCE records carry no
+ * LIDs; OPA ones take both from the GIDs; IB ones take the source LID from
+ * the block and the destination LID from @dlid (the primary path's comes
+ * from the work completion, which is right behind a router too).
+ */
+void cmc_path_to_sa(const struct cmc_path *w, struct sa_path_rec *p, u32 dlid)
+{
+	p->sgid = w->remote_gid;
+	p->dgid = w->local_gid;
+	p->flow_label = cpu_to_be32(w->flow_label);
+	p->rate = w->rate;
+	p->traffic_class = w->tclass;
+	p->hop_limit = w->hop_limit;
+	p->sl = w->sl;
+	/* The ACK timeout covers a round trip: one lifetime less. */
+	p->packet_life_time = w->ack_timeout ? w->ack_timeout - 1 : 0;
+	p->reversible = 1;
+	p->rate_selector = IB_SA_EQ;
+	p->packet_life_time_selector = IB_SA_EQ;
+	p->mtu_selector = IB_SA_EQ;
+
+	if (sa_path_is_roce(p)) {
+		p->roce.route_resolved = false;
+	} else if (p->rec_type == SA_PATH_REC_TYPE_OPA) {
+		sa_path_set_dlid(p, opa_get_lid_from_gid(&w->local_gid));
+		sa_path_set_slid(p, opa_get_lid_from_gid(&w->remote_gid));
+	} else {
+		sa_path_set_dlid(p, dlid);
+		sa_path_set_slid(p, w->remote_lid);
+	}
+}
+
+/*
  * Local ACK timeout for a path: the wire value encodes 4.096us * 2^t and
  * must cover the remote CA's ACK delay plus a round trip (two packet
  * lifetimes, i.e. lifetime + 1).  The sum of two powers of two is

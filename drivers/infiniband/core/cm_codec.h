@@ -13,6 +13,7 @@
 #include <linux/types.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_cm.h>
+#include <rdma/ib_sa.h>
 #include <rdma/ibta_vol1_c12.h>
 
 /* Class version this CM speaks (IBTA 1.2 and later). */
@@ -206,6 +207,11 @@ void cmc_get_sidr_rep(const struct cm_sidr_rep_msg *m, struct cmc_sidr_rep *f);
 
 void cmc_get_lap(const struct cm_lap_msg *m, struct cmc_lap *f);
 void cmc_get_apr(const struct cm_apr_msg *m, struct cmc_apr *f);
+
+void cmc_path_from_sa(struct cmc_path *w, struct sa_path_rec *p,
+		      u16 inbound_dlid, u8 ack_delay);
+enum sa_path_rec_type cmc_path_type(const union ib_gid *peer_gid, bool opa_ah);
+void cmc_path_to_sa(const struct cmc_path *w, struct sa_path_rec *p, u32 dlid);
 
 u8 cmc_ack_timeout(u8 ca_ack_delay, u8 packet_life_time);
 unsigned int cmc_iba_time_to_ms(u8 iba_time);

@@ -213,6 +213,148 @@ static void test_req_no_alt(void)
 	IBST_EXPECT(cmc_req_has_alt((struct cm_req_msg *)mad));
 }
 
+/* A path between two ports of one subnet, as its sender sees it. */
+static void fill_sa_path(struct sa_path_rec *p, enum sa_path_rec_type type,
+			 u32 slid, u32 dlid)
+{
+	memset(p, 0, sizeof(*p));
+	p->rec_type = type;
+	p->sgid.global.subnet_prefix = cpu_to_be64(0xfe80000000000000ULL);
+	p->sgid.global.interface_id = cpu_to_be64(0x0002c90300000001ULL);
+	p->dgid.global.subnet_prefix = p->sgid.global.subnet_prefix;
+	p->dgid.global.interface_id = cpu_to_be64(0x0002c90300000002ULL);
+	if (type != SA_PATH_REC_TYPE_ROCE_V2) {
+		sa_path_set_slid(p, slid);
+		sa_path_set_dlid(p, dlid);
+	}
+	p->flow_label = cpu_to_be32(0x12345);
+	p->rate = IB_RATE_100_GBPS;
+	p->traffic_class = 0x20;
+	p->sl = 3;
+	p->packet_life_time = 14;
+}
+
+/* An IB path keeps its GIDs and 16-bit LIDs; routed, the LIDs are unknown. */
+static void test_path_ib(void)
+{
+	struct sa_path_rec p;
+	struct cmc_path w;
+
+	fill_sa_path(&p, SA_PATH_REC_TYPE_IB, 0x12, 0x34);
+	cmc_path_from_sa(&w, &p, 0x77, 15);
+	IBST_EXPECT(w.subnet_local == 1);
+	IBST_EXPECT(w.local_lid == 0x12 && w.remote_lid == 0x34);
+	IBST_EXPECT(!memcmp(&w.local_gid, &p.sgid, sizeof(p.sgid)));
+	IBST_EXPECT(!memcmp(&w.remote_gid, &p.dgid, sizeof(p.dgid)));
+	IBST_EXPECT(w.flow_label == 0x12345 && w.sl == 3 && w.tclass == 0x20);
+	IBST_EXPECT(w.rate == IB_RATE_100_GBPS);
+	IBST_EXPECT(w.ack_timeout == cmc_ack_timeout(15, 14));
+
+	p.hop_limit = 2;
+	cmc_path_from_sa(&w, &p, 0x77, 15);
+	IBST_EXPECT(w.subnet_local == 0 && w.hop_limit == 2);
+	IBST_EXPECT(w.local_lid == 0x77 && w.remote_lid == 0xffff);
+}
+
+/*
+ * OPA: a 32-bit LID on either end moves both LIDs into the GIDs' interface
+ * IDs (OPA OUI 00-06-6A, then the LID), the subnet prefix stays and the
+ * LID fields are zero; 16-bit LIDs travel as on IB.
+ */
+static void test_path_opa_lids(void)
+{
+	static const u8 opa_slid[8] = { 0x00, 0x06, 0x6a, 0, 0, 0x01, 0, 0x05 };
+	struct sa_path_rec p;
+	struct cmc_path w;
+
+	fill_sa_path(&p, SA_PATH_REC_TYPE_OPA, 0x10005, 0x20);
+	cmc_path_from_sa(&w, &p, 0xffff, 15);
+	IBST_EXPECT(w.subnet_local == 1);
+	IBST_EXPECT(w.local_lid == 0 && w.remote_lid == 0);
+	IBST_EXPECT(!memcmp(&w.local_gid.raw[8], opa_slid, 8));
+	IBST_EXPECT(ib_is_opa_gid(&w.remote_gid));
+	IBST_EXPECT(opa_get_lid_from_gid(&w.remote_gid) == 0x20);
+	IBST_EXPECT(w.local_gid.global.subnet_prefix ==
+		    p.sgid.global.subnet_prefix);
+
+	fill_sa_path(&p, SA_PATH_REC_TYPE_OPA, 0x5, 0xbfff);
+	cmc_path_from_sa(&w, &p, 0xffff, 15);
+	IBST_EXPECT(w.local_lid == 0x5 && w.remote_lid == 0xbfff);
+	IBST_EXPECT(!memcmp(&w.local_gid, &p.sgid, sizeof(p.sgid)));
+	IBST_EXPECT(!ib_is_opa_gid(&w.local_gid));
+}
+
+/*
+ * The receiver's view of an OPA REQ: the alternate path exists although
+ * its LIDs are zero, the GIDs make both paths OPA on a port with OPA
+ * address handles (IB elsewhere), and the LIDs come back from the GIDs,
+ * ends swapped.
+ */
+static void test_path_opa_req_received(void)
+{
+	struct sa_path_rec p, back;
+	struct cmc_req r = {}, got;
+
+	fill_sa_path(&p, SA_PATH_REC_TYPE_OPA, 0x10005, 0x20);
+	cmc_path_from_sa(&r.primary, &p, 0xffff, 15);
+	fill_sa_path(&p, SA_PATH_REC_TYPE_OPA, 0x20006, 0x30007);
+	cmc_path_from_sa(&r.alt, &p, 0xffff, 15);
+	reset_mad();
+	cmc_put_req((struct cm_req_msg *)mad, &r);
+	cmc_get_req((struct cm_req_msg *)mad, &got);
+	IBST_EXPECT(cmc_req_has_alt((struct cm_req_msg *)mad));
+	IBST_EXPECT(got.alt.local_lid == 0 && got.alt.remote_lid == 0);
+
+	IBST_EXPECT(cmc_path_type(&got.primary.local_gid, true) ==
+		    SA_PATH_REC_TYPE_OPA);
+	IBST_EXPECT(cmc_path_type(&got.primary.local_gid, false) ==
+		    SA_PATH_REC_TYPE_IB);
+	IBST_EXPECT(cmc_path_type(&p.sgid, true) == SA_PATH_REC_TYPE_IB);
+
+	memset(&back, 0, sizeof(back));
+	back.rec_type = SA_PATH_REC_TYPE_OPA;
+	cmc_path_to_sa(&got.primary, &back, 0x99);
+	IBST_EXPECT(be32_to_cpu(back.opa.dlid) == 0x10005);
+	IBST_EXPECT(be32_to_cpu(back.opa.slid) == 0x20);
+	IBST_EXPECT(!memcmp(&back.dgid, &got.primary.local_gid, 16));
+	IBST_EXPECT(back.packet_life_time == cmc_ack_timeout(15, 14) - 1);
+
+	memset(&back, 0, sizeof(back));
+	back.rec_type = SA_PATH_REC_TYPE_OPA;
+	cmc_path_to_sa(&got.alt, &back, got.alt.local_lid);
+	IBST_EXPECT(be32_to_cpu(back.opa.dlid) == 0x20006);
+	IBST_EXPECT(be32_to_cpu(back.opa.slid) == 0x30007);
+}
+
+/* IB takes the destination LID from the caller; RoCE records carry none. */
+static void test_path_to_sa_ib_roce(void)
+{
+	struct sa_path_rec p, back;
+	struct cmc_path w;
+
+	fill_sa_path(&p, SA_PATH_REC_TYPE_IB, 0x12, 0x34);
+	cmc_path_from_sa(&w, &p, 0xffff, 15);
+	memset(&back, 0, sizeof(back));
+	back.rec_type = SA_PATH_REC_TYPE_IB;
+	cmc_path_to_sa(&w, &back, 0x56);
+	IBST_EXPECT(be16_to_cpu(back.ib.dlid) == 0x56);
+	IBST_EXPECT(be16_to_cpu(back.ib.slid) == 0x34);
+	IBST_EXPECT(!memcmp(&back.sgid, &p.dgid, 16));
+	IBST_EXPECT(!memcmp(&back.dgid, &p.sgid, 16));
+	IBST_EXPECT(back.sl == 3 && back.traffic_class == 0x20);
+	IBST_EXPECT(be32_to_cpu(back.flow_label) == 0x12345);
+	IBST_EXPECT(back.reversible == 1 && back.mtu_selector == IB_SA_EQ);
+
+	fill_sa_path(&p, SA_PATH_REC_TYPE_ROCE_V2, 0, 0);
+	p.hop_limit = 64;
+	cmc_path_from_sa(&w, &p, 0xffff, 15);
+	IBST_EXPECT(w.subnet_local == 0 && w.remote_lid == 0xffff);
+	memset(&back, 0xa5, sizeof(back));
+	back.rec_type = SA_PATH_REC_TYPE_ROCE_V2;
+	cmc_path_to_sa(&w, &back, 0x56);
+	IBST_EXPECT(!back.roce.route_resolved && back.hop_limit == 64);
+}
+
 static void test_rep_layout(void)
 {
 	struct cmc_rep r = {
@@ -617,6 +759,10 @@ static const struct ibst_case cases[] = {
 	{ "req_layout", test_req_layout },
 	{ "req_roundtrip", test_req_roundtrip },
 	{ "req_alternate_path_flag", test_req_no_alt },
+	{ "path_ib", test_path_ib },
+	{ "path_opa_lids", test_path_opa_lids },
+	{ "path_opa_req_received", test_path_opa_req_received },
+	{ "path_to_sa_ib_roce", test_path_to_sa_ib_roce },
 	{ "rep_layout", test_rep_layout },
 	{ "rej_layout", test_rej_layout },
 	{ "mra_layout", test_mra_layout },
