@@ -1291,7 +1291,11 @@ static void cm_put_rej_for(struct cm_id_private *priv, void *mad,
 	cmc_put_rej(mad, &f);
 }
 
-/* A REQ we already know: repeat our MRA, or REJ if we are in TimeWait. */
+/*
+ * A REQ we already know: repeat our MRA.  A connection in TimeWait has left
+ * the trees, so it is only seen here when it entered TimeWait after the
+ * lookup: the REQ was a repeat of the old connection, REJ it as stale.
+ */
 static void cm_dup_req(struct cm_job *job, struct cm_id_private *other)
 {
 	struct ib_mad_send_buf *msg;

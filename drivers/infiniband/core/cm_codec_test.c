@@ -657,8 +657,9 @@ static void expect_tw_gone(struct cm_tw *probe)
 }
 
 /*
- * TimeWait: while waiting, the record keeps blocking its remote QPN; on
- * expiry it leaves both trees and reports the connection it belonged to.
+ * TimeWait: entering it frees the remote ID and QPN for a new connection
+ * at once (the old one is no longer connected); on expiry the record
+ * reports the connection it belonged to and leaves the list.
  */
 static void test_tw_expiry(void)
 {
@@ -676,7 +677,10 @@ static void test_tw_expiry(void)
 	spin_lock_irq(&cmg.lock);
 	IBST_EXPECT(!cm_tw_insert_rid(tw) && !cm_tw_insert_rqpn(tw));
 	cm_tw_start(tw, 50);
-	IBST_EXPECT(cm_tw_insert_rqpn(probe) == tw);
+	IBST_EXPECT(!tw->in_rid && !tw->in_rqpn);
+	IBST_EXPECT(!cm_tw_insert_rqpn(probe));
+	IBST_EXPECT(!cm_tw_find_rid(cpu_to_be64(0x77), cpu_to_be32(70)));
+	cm_tw_unlink(probe);
 	spin_unlock_irq(&cmg.lock);
 	IBST_EXPECT(tw_seen.calls == 0);
 
@@ -692,8 +696,8 @@ out:
 }
 
 /*
- * No memory for the exit event: nothing changes, the record keeps its
- * remote QPN blocked and expires again later, until the event goes out.
+ * No memory for the exit event: nothing changes, the record stays in
+ * TimeWait and expires again later, until the event goes out.
  */
 static void test_tw_expiry_enomem(void)
 {
@@ -718,10 +722,9 @@ static void test_tw_expiry_enomem(void)
 	for (i = 0; i < 100 && !tw_seen.calls; i++)
 		msleep(20);
 	IBST_EXPECT(tw_seen.calls >= 1);
-	/* The retry comes a second later: still waiting, still blocking. */
+	/* The retry comes a second later: still waiting. */
 	spin_lock_irq(&cmg.lock);
 	IBST_EXPECT(!list_empty(&cmg.tw_list));
-	IBST_EXPECT(cm_tw_insert_rqpn(probe) == tw);
 	spin_unlock_irq(&cmg.lock);
 
 	for (i = 0; i < 300 && tw_seen.calls < 3; i++)

@@ -976,10 +976,15 @@ static void test_dreq_unknown(void)
 	rx_forget_events();
 }
 
-/* The REQ of a connection in TimeWait is refused as stale. */
+/*
+ * A connection in TimeWait is over: a REQ from the same peer, with the same
+ * communication ID and QPN, is a new connection (no duplicate, no stale
+ * REJ), while the old ID stays in TimeWait.
+ */
 static void test_req_in_timewait(void)
 {
 	struct rx_passive c;
+	struct rx_event e = {};
 	long dups, rej;
 
 	IBST_EXPECT(rx_passive_connect(&c));
@@ -994,11 +999,16 @@ static void test_req_in_timewait(void)
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID);
 	rej = rx_ctr(CM_CTR_TX, CM_REJ_ATTR_ID);
 
-	IBST_EXPECT(rx_send_req(&c.peer, c.sid, 'q', 0, 0) == 0);
+	IBST_EXPECT(rx_send_req(&c.peer, c.sid, 'n', 0, 0) == 0);
 	cm_test_flush();
-	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID) == dups + 1);
-	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_REJ_ATTR_ID, rej));
-	IBST_EXPECT(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL) == 1);
+	wait_event_timeout(rx_wq, rx_count(NULL, IB_CM_REQ_RECEIVED, NULL) > 1,
+			   msecs_to_jiffies(RX_WAIT_MS));
+	IBST_EXPECT(rx_count(NULL, IB_CM_REQ_RECEIVED, &e) == 2);
+	IBST_EXPECT(e.id != c.id && e.listen_id == c.listen);
+	IBST_EXPECT(rx_pdata_is(&e, 'n'));
+	rx_quiesce();
+	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID) == dups);
+	IBST_EXPECT(rx_ctr(CM_CTR_TX, CM_REJ_ATTR_ID) == rej);
 	IBST_EXPECT(rx_state(c.id) == IB_CM_TIMEWAIT);
 out:
 	rx_passive_end(&c);
@@ -1644,7 +1654,7 @@ static const struct ibst_case cm_rx_cases[] = {
 	{ "rtu_establishes_once", test_rtu },
 	{ "dreq_rcvd_dups_and_drep_repeated", test_dreq },
 	{ "dreq_unknown_id_gets_drep", test_dreq_unknown },
-	{ "req_in_timewait_rejected", test_req_in_timewait },
+	{ "req_in_timewait_is_new_connection", test_req_in_timewait },
 	{ "rep_event_fields_and_dups", test_rep },
 	{ "mra_extends_req_timeout", test_mra_extends },
 	{ "rej_received", test_rej },

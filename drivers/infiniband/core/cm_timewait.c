@@ -8,12 +8,16 @@
  * remote ID) and a stale connection (same remote QPN) can be detected.
  *
  * Ownership: a record belongs to its cm_id (cm_id_private.tw) until the
- * connection enters TimeWait.  cm_tw_start() then moves it onto cmg.tw_list
- * and arms its timer; from that point the list owns it.  The record stays
- * in both trees for the whole TimeWait period, so a REQ reusing the remote
- * QPN of a connection in TimeWait is rejected as stale.  The expiry work
- * ends the connection's TimeWait, then unlinks and frees the record; at
- * module exit cm_tw_drain() does that instead.
+ * connection enters TimeWait.  cm_tw_start() then takes it out of both
+ * trees, moves it onto cmg.tw_list and arms its timer; from that point the
+ * list owns it.  Invariant: a listed record is in no tree.  A REQ is
+ * stale only when its QPN is one the CM considers connected (IBTA vol 1,
+ * ch. 12): a connection in TimeWait is over, its local QP is not reused before the
+ * timer runs out, so the peer may reconnect from the same QPN, or with
+ * the same communication ID, at once.  This is also what the
+ * distribution's ib_cm does.  The expiry work ends the connection's
+ * TimeWait, then frees the record; at module exit cm_tw_drain() does that
+ * instead.
  */
 #include <linux/slab.h>
 
@@ -48,11 +52,11 @@ static bool cm_tw_listed(struct cm_tw *tw)
 }
 
 /*
- * The connection leaves TimeWait first, the record its trees after.  When
+ * The connection leaves TimeWait first, the record the list after.  When
  * the exit event cannot be allocated nothing has changed yet: the record
- * stays in TimeWait, still blocking its remote QPN, and tries again.  A
- * TimeWait a little longer is harmless; a lost exit event would leave the
- * consumer's ID in TimeWait for good.
+ * stays in TimeWait and tries again.  A TimeWait a little longer is
+ * harmless; a lost exit event would leave the consumer's ID in TimeWait
+ * for good.
  */
 static void cm_tw_timeout(struct work_struct *work)
 {
@@ -74,10 +78,8 @@ static void cm_tw_timeout(struct work_struct *work)
 	}
 	spin_lock_irqsave(&cmg.lock, flags);
 	listed = !list_empty(&tw->node);
-	if (listed) {
+	if (listed)
 		list_del_init(&tw->node);
-		cm_tw_unlink(tw);
-	}
 	spin_unlock_irqrestore(&cmg.lock, flags);
 	if (listed)
 		kfree(tw);
@@ -189,13 +191,14 @@ void cm_tw_unlink(struct cm_tw *tw)
 }
 
 /*
- * Enter TimeWait: the list takes ownership of @tw and the timer is armed.
- * The record does not reference any device, so it is armed even while a
- * device is going away.
+ * Enter TimeWait: the remote ID and QPN are free for new connections, the
+ * list takes ownership of @tw and the timer is armed.  The record does not
+ * reference any device, so it is armed even while a device is going away.
  */
 void cm_tw_start(struct cm_tw *tw, unsigned int ms)
 {
 	lockdep_assert_held(&cmg.lock);
+	cm_tw_unlink(tw);
 	tw->queued = true;
 	list_add_tail(&tw->node, &cmg.tw_list);
 	queue_delayed_work(cmg.wq, &tw->dwork, msecs_to_jiffies(ms));
@@ -209,10 +212,8 @@ void cm_tw_drain(void)
 	for (;;) {
 		spin_lock_irq(&cmg.lock);
 		tw = list_first_entry_or_null(&cmg.tw_list, struct cm_tw, node);
-		if (tw) {
+		if (tw)
 			list_del_init(&tw->node);
-			cm_tw_unlink(tw);
-		}
 		spin_unlock_irq(&cmg.lock);
 		if (!tw)
 			break;
