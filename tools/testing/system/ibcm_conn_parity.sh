@@ -1,0 +1,120 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+#
+# Guest test: the same ib_cm_conn_test.ko (RC, UC and XRC connections
+# between two cm_ids over rxe0, through the exported API only) first over
+# our ib_cm, which the rig insmodded, then over the distribution's ib_cm.
+# Points per ib_cm: the module loads, prints a KTAP plan, each case passes,
+# it unloads; our ib_cm unloads without a cm_id left; the ib_cm loaded for
+# the second run is the distribution's file.  Last point: both ib_cm's
+# give every case the same verdict.  Our ib_cm (and the CM users that were
+# loaded) is put back at the end, so later scripts run on it again.
+#
+#   [CONN_TEST=/path/ib_cm_conn_test.ko] ibcm_conn_parity.sh
+#
+# CONN_TEST defaults to the ib_cm_conn_test.ko beside the --insmod ib_cm.ko.
+
+# shellcheck source=SCRIPTDIR/../vm/guest-lib.sh
+. "$GUEST_LIB"
+
+# The modules above ib_cm, unloaded for a swap and loaded again after.
+CM_USERS="rdma_ucm ib_srpt ib_isert ib_iser ib_srp ib_ipoib rdma_cm iw_cm"
+
+rxe_up || exit 1
+
+ours=
+for ko in $VM_INSMOD; do
+	[ "$(modinfo -F name "$ko")" = ib_cm ] && ours=$ko
+done
+if [ -z "$ours" ]; then
+	echo "# no ib_cm.ko among the --insmod files: nothing to compare"
+	tap_fail "our ib_cm.ko given to the rig"
+	tap_done
+	exit $?
+fi
+ko=${CONN_TEST:-$(dirname "$ours")/ib_cm_conn_test.ko}
+distro=$(modinfo -k "$(uname -r)" -F filename ib_cm 2> /dev/null)
+echo "# ours:   $ours ($(module_id "$ours"))"
+echo "# distro: $distro ($(module_id "$distro"))"
+echo "# test:   $ko"
+
+# run_conn LABEL: load the test module over the ib_cm in place, one point
+# per case; its verdicts go to /tmp/conn-LABEL.verdicts.
+run_conn() {
+	local label=$1 log=/tmp/conn-$1.log rc name line
+
+	dmesg -C
+	insmod "$ko"
+	rc=$?
+	dmesg | sed -e 's/^\[[^]]*\] //' > "$log"
+	sed -n '/^ *KTAP version/,$p' "$log" | sed -e "s/^/# $label: /"
+	tap_check "$label: ib_cm_conn_test loads (insmod status $rc)" \
+		test "$rc" = 0
+	tap_check "$label: KTAP plan printed" grep -qE '^ *1\.\.[0-9]+' "$log"
+	# Case lines, flat (KTAP) or nested (KUnit); not the suite's own.
+	grep -E '^ *(not )?ok [0-9]+ [a-z_]+$' "$log" |
+		sed -E 's/^ *//; s/^(not ok|ok) [0-9]+ /\1 /' |
+		grep -vE ' (ibst_table|ib_cm_conn)$' > "/tmp/conn-$label.verdicts"
+	while read -r line; do
+		name=${line##* }
+		case $line in
+		"ok "*) tap_ok "$label: $name" ;;
+		*) tap_fail "$label: $name" ;;
+		esac
+	done < "/tmp/conn-$label.verdicts"
+	if grep -q '^ib_cm_conn_test ' /proc/modules; then
+		tap_check "$label: ib_cm_conn_test unloads" rmmod ib_cm_conn_test
+	fi
+}
+
+# stack_down: unload the CM users and ib_cm; no cm_id may be left.
+stack_down() {
+	local m
+
+	for m in $CM_USERS; do
+		grep -q "^$m " /proc/modules && modprobe -r "$m" 2> /dev/null
+	done
+	if grep -qE '^(rdma_ucm|rdma_cm|ib_ipoib|ib_srp|ib_srpt|ib_isert) ' \
+		/proc/modules; then
+		echo "# still loaded: $(grep -oE '^(rdma_ucm|rdma_cm|ib_ipoib|ib_srpt?|ib_isert) ' /proc/modules | tr '\n' ' ')"
+		return 1
+	fi
+	rmmod ib_cm || return 1
+	! dmesg | grep -qi 'ib_cm_id.*\(objects remaining\|still has objects\)'
+}
+
+loaded_users=
+for m in $CM_USERS; do
+	grep -q "^$m " /proc/modules && loaded_users="$loaded_users $m"
+done
+echo "# CM users loaded:${loaded_users:- none}"
+
+tap_check "ib_cm in place is ours" module_is_file ib_cm "$ours"
+run_conn ours
+
+dmesg -C
+tap_check "our ib_cm unloads, no cm_id left" stack_down
+modprobe ib_cm
+tap_check "distro ib_cm loads" grep -q '^ib_cm ' /proc/modules
+tap_check "ib_cm in place is the distro's file" module_is_file ib_cm "$distro"
+tap_check "ib_cm in place is not ours" \
+	test "$(loaded_module_id ib_cm)" != "$(module_id "$ours")"
+run_conn distro
+
+tap_check "same verdict for every case on both ib_cm's" \
+	cmp -s /tmp/conn-ours.verdicts /tmp/conn-distro.verdicts
+tap_check "both runs reported cases" test -s /tmp/conn-ours.verdicts -a \
+	-s /tmp/conn-distro.verdicts
+if ! cmp -s /tmp/conn-ours.verdicts /tmp/conn-distro.verdicts; then
+	diff /tmp/conn-ours.verdicts /tmp/conn-distro.verdicts |
+		sed -e 's/^/# ours<>distro: /'
+fi
+
+# Put our ib_cm back under the users that were loaded.
+stack_down
+insmod "$ours"
+for m in $loaded_users; do
+	modprobe "$m" || echo "# modprobe $m failed"
+done
+tap_check "our ib_cm is back in place" module_is_file ib_cm "$ours"
+tap_done
