@@ -119,8 +119,20 @@ def run(nth):
     return left == 0, os.waitstatus_to_exitcode(status)
 
 
+def progress(msg):
+    """A line in the kernel log: it outlives a test that times out."""
+    try:
+        with open("/dev/kmsg", "w") as kmsg:
+            kmsg.write(msg + "\n")
+    except OSError:
+        pass
+
+
 counts = {True: 0, False: 0}
 for n in range(start, limit + 1):
+    if n % 100 == 0:
+        progress("fail-nth: n=%d (%d runs failed, %d succeeded under a fault)"
+                 % (n, counts[False], counts[True]))
     injected, rc = run(n)
     if not injected:
         print("fail-nth: n=%d: no fault injected, exit status %d "
