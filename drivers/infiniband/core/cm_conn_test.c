@@ -2,9 +2,9 @@
 /*
  * KTAP test of whole connections through ib_cm over a RoCE port (rdma_rxe
  * in the test guests): RC, UC and XRC connections between two cm_ids of
- * this host, a consumer REJ, an MRA that holds off the active side's
- * timeout, a REQ nobody answers, and the disconnection rules of XRC
- * targets.
+ * this host, consumer REJs of the REQ and of the REP, an MRA that holds
+ * off the active side's timeout, a REQ nobody answers, the REQ's private
+ * data limit, the disconnection rules of XRC targets, and SIDR.
  *
  * Both ends live here.  A listener takes the REQ that an active cm_id
  * sends on a path to the port's own GID and MAC; rdma_rxe loops every MAD
@@ -148,6 +148,13 @@ struct cc_conn {
  * @service_timeout: MRA: the service timeout
  * @send_status: *_ERROR: status of the failed send
  * @mra_ret: REQ with @mra_on_req: what ib_send_cm_mra() returned
+ * @req_pdata: REQ: the whole private data field
+ * @service_id: SIDR_REQ: the service ID asked for
+ * @sidr_pkey: SIDR_REQ: the P_Key the asker named
+ * @sidr_status: SIDR_REP: the status
+ * @qkey: SIDR_REP: the Q_Key of the service's QP
+ * @info_len: SIDR_REP: length of the additional information
+ * @info: SIDR_REP: the additional information
  */
 struct cc_event {
 	struct cc_conn *conn;
@@ -187,6 +194,13 @@ struct cc_event {
 	u8 service_timeout;
 	int send_status;
 	int mra_ret;
+	u8 req_pdata[IB_CM_REQ_PRIVATE_DATA_SIZE];
+	__be64 service_id;
+	u16 sidr_pkey;
+	int sidr_status;
+	u32 qkey;
+	u8 info_len;
+	u8 info[CC_ARI_LEN];
 };
 
 /*
@@ -268,6 +282,10 @@ static void cc_note_rep(struct cc_event *e,
 static void cc_note(struct cc_event *e, struct ib_cm_id *id,
 		    const struct ib_cm_event *ev)
 {
+	const struct ib_cm_sidr_req_event_param *sreq =
+		&ev->param.sidr_req_rcvd;
+	const struct ib_cm_sidr_rep_event_param *srep =
+		&ev->param.sidr_rep_rcvd;
 	const struct ib_cm_rej_event_param *rej = &ev->param.rej_rcvd;
 
 	e->conn = id->context;
@@ -282,6 +300,27 @@ static void cc_note(struct cc_event *e, struct ib_cm_id *id,
 	switch (ev->event) {
 	case IB_CM_REQ_RECEIVED:
 		cc_note_req(e, &ev->param.req_rcvd);
+		/* A REQ always carries its whole private data field. */
+		memcpy(e->req_pdata, ev->private_data, sizeof(e->req_pdata));
+		break;
+	case IB_CM_SIDR_REQ_RECEIVED:
+		e->listen_id = sreq->listen_id;
+		e->service_id = sreq->service_id;
+		e->sidr_pkey = sreq->pkey;
+		e->bth_pkey = sreq->bth_pkey;
+		e->port = sreq->port;
+		e->sgid_ok = sreq->sgid_attr &&
+			     !memcmp(sreq->sgid_attr->gid.raw,
+				     cc_gid->gid.raw, sizeof(union ib_gid));
+		break;
+	case IB_CM_SIDR_REP_RECEIVED:
+		e->sidr_status = srep->status;
+		e->remote_qpn = srep->qpn;
+		e->qkey = srep->qkey;
+		e->info_len = srep->info_len;
+		if (srep->info)
+			memcpy(e->info, srep->info,
+			       min_t(size_t, srep->info_len, sizeof(e->info)));
 		break;
 	case IB_CM_REP_RECEIVED:
 		cc_note_rep(e, &ev->param.rep_rcvd);
@@ -299,6 +338,7 @@ static void cc_note(struct cc_event *e, struct ib_cm_id *id,
 	case IB_CM_REQ_ERROR:
 	case IB_CM_REP_ERROR:
 	case IB_CM_DREQ_ERROR:
+	case IB_CM_SIDR_REQ_ERROR:
 		e->send_status = ev->param.send_status;
 		break;
 	default:
@@ -314,20 +354,23 @@ static void cc_note(struct cc_event *e, struct ib_cm_id *id,
 static int cc_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 {
 	struct cc_conn *c = id->context;
+	bool req = ev->event == IB_CM_REQ_RECEIVED ||
+		   ev->event == IB_CM_SIDR_REQ_RECEIVED;
 	struct cc_event e = {};
 	bool claimed = false;
 	unsigned long flags;
 	u8 pd[CC_PDATA];
 
 	cc_note(&e, id, ev);
-	if (ev->event == IB_CM_REQ_RECEIVED) {
+	if (req) {
 		spin_lock_irqsave(&cc_lock, flags);
 		if (c && !c->pas) {
 			c->pas = id;
 			claimed = true;
 		}
 		spin_unlock_irqrestore(&cc_lock, flags);
-		if (claimed && c->mra_on_req) {
+		if (claimed && c->mra_on_req &&
+		    ev->event == IB_CM_REQ_RECEIVED) {
 			cc_tag(pd, 'M');
 			e.mra_ret = ib_send_cm_mra(id, CC_MRA_TIMEOUT, pd,
 						   sizeof(pd));
@@ -340,7 +383,7 @@ static int cc_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 		cc_lost = true;
 	spin_unlock_irqrestore(&cc_lock, flags);
 	wake_up_all(&cc_wq);
-	return ev->event == IB_CM_REQ_RECEIVED && !claimed ? -EBUSY : 0;
+	return req && !claimed ? -EBUSY : 0;
 }
 
 /*
@@ -1396,6 +1439,291 @@ out:
 	cc_end(old);
 }
 
+/*
+ * REP answered with a consumer REJ by the active side (IBTA 12.6.7: the
+ * active side may reject the REP).  The REJ carries its reason, ARI and
+ * private data to the passive side; neither side enters TimeWait, as no
+ * connection was established: both are IDLE at once and no TIMEWAIT_EXIT
+ * follows (the distribution's CM resets both to IDLE).
+ */
+static void test_rep_rejected_by_active(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+	u8 ari[CC_ARI_LEN] = { 'r', 'e', 'p', 0x33, 0xcc };
+	long rejs = cc_counter("cm_tx_msgs", "rej");
+	struct cc_event e;
+	u8 pd[CC_PDATA];
+
+	cc_conn_init(c, IB_QPT_RC, CC_PLT);
+	if (!cc_listen(c) || !cc_send_req(c) ||
+	    !cc_wait(c, NULL, IB_CM_REQ_RECEIVED, NULL) || !cc_passive(c))
+		goto out;
+	IBST_EXPECT_EQ(ib_send_cm_rep(c->pas, &c->rep), 0);
+	if (!cc_wait(c, c->act, IB_CM_REP_RECEIVED, NULL))
+		goto out;
+	cc_tag(pd, 'K');
+	IBST_EXPECT_EQ(ib_send_cm_rej(c->act, IB_CM_REJ_CONSUMER_DEFINED, ari,
+				      sizeof(ari), pd, sizeof(pd)), 0);
+	IBST_EXPECT_EQ(cc_state(c->act), IB_CM_IDLE);
+	if (!cc_wait(c, c->pas, IB_CM_REJ_RECEIVED, &e))
+		goto out;
+	IBST_EXPECT_EQ(e.rej_reason, IB_CM_REJ_CONSUMER_DEFINED);
+	IBST_EXPECT_EQ(e.ari_len, sizeof(ari));
+	IBST_EXPECT(!memcmp(e.ari, ari, sizeof(ari)));
+	IBST_EXPECT(cc_pdata_is(&e, 'K'));
+	IBST_EXPECT_EQ(e.state, IB_CM_IDLE);
+	cc_counter_is("cm_tx_msgs", "rej", rejs + 1);
+	/* Longer than the one-second TimeWait this path would give. */
+	msleep(CC_QUIET_MS);
+	IBST_EXPECT_EQ(cc_count(c, NULL, IB_CM_TIMEWAIT_EXIT, 0, NULL), 0);
+	IBST_EXPECT_EQ(cc_state(c->act), IB_CM_IDLE);
+	IBST_EXPECT_EQ(cc_state(c->pas), IB_CM_IDLE);
+	IBST_EXPECT(cc_no_qp_attr(c->act));
+	IBST_EXPECT(cc_no_qp_attr(c->pas));
+out:
+	cc_end(c);
+}
+
+/*
+ * The REQ's private data field is 92 bytes (IBTA 12.6.5): that much
+ * arrives whole, one byte more is refused by ib_send_cm_req() with
+ * -EINVAL and leaves the cm_id IDLE.
+ */
+static void test_req_private_data_limits(void)
+{
+	u8 big[IB_CM_REQ_PRIVATE_DATA_SIZE + 1];
+	struct cc_conn *c = &cc_conns[0];
+	struct cc_event e;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(big); i++)
+		big[i] = 0x5a ^ (u8)(7 * i);
+	cc_conn_init(c, IB_QPT_RC, CC_PLT);
+	c->req.private_data = big;
+	c->req.private_data_len = sizeof(big);
+	if (!cc_listen(c))
+		goto out;
+	c->act = ib_create_cm_id(cc_dev, cc_handler, c);
+	if (IS_ERR(c->act)) {
+		c->act = NULL;
+		IBST_FAIL("ib_create_cm_id failed");
+		goto out;
+	}
+	IBST_EXPECT_EQ(ib_send_cm_req(c->act, &c->req), -EINVAL);
+	IBST_EXPECT_EQ(cc_state(c->act), IB_CM_IDLE);
+	msleep(CC_QUIET_MS);
+	IBST_EXPECT_EQ(cc_count(c, NULL, CC_ANY, 0, NULL), 0);
+
+	c->req.private_data_len = IB_CM_REQ_PRIVATE_DATA_SIZE;
+	IBST_EXPECT_EQ(ib_send_cm_req(c->act, &c->req), 0);
+	if (!cc_wait(c, NULL, IB_CM_REQ_RECEIVED, &e))
+		goto out;
+	IBST_EXPECT(!memcmp(e.req_pdata, big, IB_CM_REQ_PRIVATE_DATA_SIZE));
+out:
+	cc_end(c);
+}
+
+/* SIDR: how long the asker waits for each try, and how often it retries. */
+#define CC_SIDR_MS		2000
+#define CC_SIDR_RETRIES		3
+
+/* Ask for @c's service ID with a SIDR_REQ that carries @c's REQ data. */
+static bool cc_sidr_ask(struct cc_conn *c)
+{
+	struct ib_cm_sidr_req_param p = {
+		.path = &c->path,
+		.sgid_attr = cc_gid,
+		.service_id = c->req.service_id,
+		.timeout_ms = CC_SIDR_MS,
+		.private_data = c->pd_req,
+		.private_data_len = CC_PDATA,
+		.max_cm_retries = CC_SIDR_RETRIES,
+	};
+	int ret;
+
+	c->act = ib_create_cm_id(cc_dev, cc_handler, c);
+	if (IS_ERR(c->act)) {
+		c->act = NULL;
+		IBST_FAIL("ib_create_cm_id failed");
+		return false;
+	}
+	ret = ib_send_cm_sidr_req(c->act, &p);
+	if (ret)
+		IBST_FAIL("ib_send_cm_sidr_req: %d", ret);
+	return !ret;
+}
+
+/* The SIDR_REQ as the listener saw it; true when the new cm_id is ours. */
+static bool cc_sidr_asked(struct cc_conn *c)
+{
+	struct cc_event e;
+
+	if (!cc_wait(c, NULL, IB_CM_SIDR_REQ_RECEIVED, &e) || !cc_passive(c))
+		return false;
+	IBST_EXPECT(e.listen_id == c->listen);
+	IBST_EXPECT_EQ(e.state, IB_CM_SIDR_REQ_RCVD);
+	IBST_EXPECT(e.service_id == c->req.service_id);
+	IBST_EXPECT(c->pas->service_id == c->req.service_id);
+	IBST_EXPECT_EQ(e.sidr_pkey, 0xffff);
+	IBST_EXPECT_EQ(e.bth_pkey, 0xffff);
+	IBST_EXPECT_EQ(e.port, cc_port);
+	IBST_EXPECT(e.sgid_ok);
+	IBST_EXPECT(cc_pdata_is(&e, 'Q'));
+	return true;
+}
+
+/* The asker's SIDR_REP event: one answer, the cm_id IDLE again. */
+static bool cc_sidr_answer(struct cc_conn *c, int status, struct cc_event *e)
+{
+	if (!cc_wait(c, c->act, IB_CM_SIDR_REP_RECEIVED, e))
+		return false;
+	IBST_EXPECT_EQ(e->sidr_status, status);
+	IBST_EXPECT_EQ(e->state, IB_CM_IDLE);
+	IBST_EXPECT_EQ(cc_state(c->act), IB_CM_IDLE);
+	/* Answered: the SIDR_REQ is not sent again, nothing else comes. */
+	msleep(CC_SIDR_MS + CC_QUIET_MS);
+	IBST_EXPECT_EQ(cc_count(c, c->act, CC_ANY, 0, NULL), 1);
+	IBST_EXPECT(cc_count(c, NULL, IB_CM_SIDR_REQ_RECEIVED, 0, NULL) <= 1);
+	return true;
+}
+
+/*
+ * SIDR (IBTA 12.11): the listener of a service ID gets the SIDR_REQ with
+ * the service ID, P_Key, port and private data; its SIDR_REP gives the
+ * asker the status, QPN, Q_Key and private data.  A SIDR_REQ is answered
+ * once: the answered cm_id is IDLE and refuses a second SIDR_REP.  The
+ * ECE is set too (this kernel's SIDR_REP event does not report it): it
+ * must not disturb the rest.
+ */
+static void test_sidr_resolve(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+	struct ib_cm_sidr_rep_param rp = {
+		.qp_num = 0x4a5b6c,
+		.qkey = 0x1234abcd,
+		.status = IB_SIDR_SUCCESS,
+		.private_data = c->pd_rep,
+		.private_data_len = CC_PDATA,
+		.ece = { .vendor_id = 0x15b3, .attr_mod = 0x5 },
+	};
+	long reps = cc_counter("cm_tx_msgs", "sidr_rep");
+	struct cc_event e;
+
+	cc_conn_init(c, IB_QPT_UD, CC_PLT);
+	if (!cc_listen(c) || !cc_sidr_ask(c) || !cc_sidr_asked(c))
+		goto out;
+	IBST_EXPECT_EQ(ib_send_cm_sidr_rep(c->pas, &rp), 0);
+	IBST_EXPECT_EQ(cc_state(c->pas), IB_CM_IDLE);
+	IBST_EXPECT_EQ(ib_send_cm_sidr_rep(c->pas, &rp), -EINVAL);
+	if (!cc_sidr_answer(c, IB_SIDR_SUCCESS, &e))
+		goto out;
+	IBST_EXPECT_EQ(e.remote_qpn, rp.qp_num);
+	IBST_EXPECT_EQ(e.qkey, rp.qkey);
+	IBST_EXPECT(cc_pdata_is(&e, 'P'));
+	cc_counter_is("cm_tx_msgs", "sidr_rep", reps + 1);
+out:
+	cc_end(c);
+}
+
+/*
+ * The SIDR_REP's additional information (IBTA 12.11; the message's
+ * AddInfoLen field says how many of its 72 bytes are valid) reaches the
+ * asker with its length.
+ */
+static void test_sidr_rep_additional_info(void)
+{
+	u8 info[CC_ARI_LEN] = { 's', 'i', 'd', 0x3c, 0xc3 };
+	struct cc_conn *c = &cc_conns[0];
+	struct ib_cm_sidr_rep_param rp = {
+		.qp_num = 0x4a5b6d,
+		.qkey = 0x1234abce,
+		.status = IB_SIDR_SUCCESS,
+		.info = info,
+		.info_length = sizeof(info),
+	};
+	struct cc_event e;
+
+	cc_conn_init(c, IB_QPT_UD, CC_PLT);
+	if (!cc_listen(c) || !cc_sidr_ask(c) || !cc_sidr_asked(c))
+		goto out;
+	IBST_EXPECT_EQ(ib_send_cm_sidr_rep(c->pas, &rp), 0);
+	if (!cc_sidr_answer(c, IB_SIDR_SUCCESS, &e))
+		goto out;
+	IBST_EXPECT_EQ(e.remote_qpn, rp.qp_num);
+	IBST_EXPECT_EQ(e.info_len, sizeof(info));
+	IBST_EXPECT(!memcmp(e.info, info, sizeof(info)));
+out:
+	cc_end(c);
+}
+
+/*
+ * A SIDR_REQ for a service ID nobody listens on: the CM itself answers
+ * with status "service ID not supported" (IBTA 12.11), no QPN, Q_Key or
+ * additional information.
+ */
+static void test_sidr_no_listener(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+	struct cc_event e;
+
+	cc_conn_init(c, IB_QPT_UD, CC_PLT);
+	if (!cc_sidr_ask(c) || !cc_sidr_answer(c, IB_SIDR_UNSUPPORTED, &e))
+		goto out;
+	IBST_EXPECT_EQ(e.remote_qpn, 0);
+	IBST_EXPECT_EQ(e.qkey, 0);
+	IBST_EXPECT_EQ(e.info_len, 0);
+out:
+	cc_end(c);
+}
+
+/* A listener that turns the SIDR_REQ down with "rejected" and data. */
+static void test_sidr_listener_rejects(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+	struct ib_cm_sidr_rep_param rp = { .status = IB_SIDR_REJECT };
+	struct cc_event e;
+	u8 pd[CC_PDATA];
+
+	cc_tag(pd, 'J');
+	rp.private_data = pd;
+	rp.private_data_len = sizeof(pd);
+	cc_conn_init(c, IB_QPT_UD, CC_PLT);
+	if (!cc_listen(c) || !cc_sidr_ask(c) || !cc_sidr_asked(c))
+		goto out;
+	IBST_EXPECT_EQ(ib_send_cm_sidr_rep(c->pas, &rp), 0);
+	if (!cc_sidr_answer(c, IB_SIDR_REJECT, &e))
+		goto out;
+	IBST_EXPECT_EQ(e.remote_qpn, 0);
+	IBST_EXPECT(cc_pdata_is(&e, 'J'));
+out:
+	cc_end(c);
+}
+
+/*
+ * A SIDR_REQ's cm_id destroyed unanswered: the CM answers "rejected"
+ * for its consumer (the distribution's ib_destroy_cm_id() does so for a
+ * cm_id in SIDR_REQ_RCVD), so the asker does not wait out its retries.
+ */
+static void test_sidr_destroy_rejects(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+	struct ib_cm_id *pas;
+	unsigned long flags;
+	struct cc_event e;
+
+	cc_conn_init(c, IB_QPT_UD, CC_PLT);
+	if (!cc_listen(c) || !cc_sidr_ask(c) || !cc_sidr_asked(c))
+		goto out;
+	spin_lock_irqsave(&cc_lock, flags);
+	pas = c->pas;
+	c->pas = NULL;
+	spin_unlock_irqrestore(&cc_lock, flags);
+	ib_destroy_cm_id(pas);
+	cc_sidr_answer(c, IB_SIDR_REJECT, &e);
+out:
+	cc_end(c);
+}
+
 /* ------------------------------------------------------------------ */
 /* Device                                                              */
 
@@ -1499,6 +1827,13 @@ static const struct ibst_case cc_cases[] = {
 	{ "req_unanswered_times_out", test_req_unanswered_times_out },
 	{ "mra_delays_req_timeout", test_mra_delays_req_timeout },
 	{ "req_reuses_qpn_in_timewait", test_req_reuses_qpn_in_timewait },
+	{ "rep_rejected_by_active", test_rep_rejected_by_active },
+	{ "req_private_data_limits", test_req_private_data_limits },
+	{ "sidr_resolve", test_sidr_resolve },
+	{ "sidr_rep_additional_info", test_sidr_rep_additional_info },
+	{ "sidr_no_listener", test_sidr_no_listener },
+	{ "sidr_listener_rejects", test_sidr_listener_rejects },
+	{ "sidr_destroy_rejects", test_sidr_destroy_rejects },
 	{}
 };
 
