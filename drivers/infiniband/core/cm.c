@@ -2401,6 +2401,17 @@ static void cm_mra_rcvd(struct cm_job *job)
 /* ------------------------------------------------------------------ */
 /* LAP / APR (receive side only; alternate paths are IB-only)          */
 
+/*
+ * Whether LAP and APR are taken on @port.  Like the distribution's ib_cm,
+ * ours loads no alternate path on a RoCE port; a test build lets its
+ * receive self-test switch one RoCE port over (cm_test_lap_on_roce()).
+ */
+static bool cm_port_takes_lap(struct cm_port *port)
+{
+	return !rdma_protocol_roce(port->dev->ibdev, port->num) ||
+	       cm_test_lap_as_ib(port);
+}
+
 /* A decoded LAP and the address vectors prepared for it before locking. */
 struct cm_lap_rx {
 	struct cmc_lap r;
@@ -2459,10 +2470,12 @@ static void cm_lap_mra_again(struct cm_id_private *priv, struct cm_job *job,
 static void cm_lap_rcvd(struct cm_job *job)
 {
 	struct sa_path_rec *p = &job->path[0];
+	const struct ib_gid_attr *alt_attr;
 	struct cm_id_private *priv;
 	struct cm_lap_rx x = {};
+	int ret;
 
-	if (rdma_protocol_roce(job->port->dev->ibdev, job->port->num)) {
+	if (!cm_port_takes_lap(job->port)) {
 		cm_job_free(job);
 		return;
 	}
@@ -2479,9 +2492,18 @@ static void cm_lap_rcvd(struct cm_job *job)
 	p->mtu = priv->path_mtu;
 	spin_unlock_irq(&priv->lock);
 
-	/* Both AVs may sleep to build; they are published by the rule. */
-	if (cm_draft_from_wc(job->port, job->recv, &x.wcd) ||
-	    cm_draft_from_path(p, NULL, &x.ad))
+	/*
+	 * Both AVs may sleep to build; they are published by the rule.  The
+	 * alternate path's source GID names its port; only a test build may
+	 * give a GID attribute for it (cm_test_lap_sgid_attr()).
+	 */
+	ret = cm_draft_from_wc(job->port, job->recv, &x.wcd);
+	if (!ret) {
+		alt_attr = cm_test_lap_sgid_attr(job->port, &p->sgid,
+						 x.wcd.ah_attr.grh.sgid_attr);
+		ret = cm_draft_from_path(p, alt_attr, &x.ad);
+	}
+	if (ret)
 		cm_rx_done(job, priv);
 	else
 		cm_rx_apply(job, priv, cm_lap_decide, cm_lap_mra_again, &x);
@@ -2510,7 +2532,7 @@ static void cm_apr_rcvd(struct cm_job *job)
 {
 	struct cmc_apr r;
 
-	if (rdma_protocol_roce(job->port->dev->ibdev, job->port->num)) {
+	if (!cm_port_takes_lap(job->port)) {
 		cm_job_free(job);
 		return;
 	}

@@ -243,6 +243,32 @@ void cm_tw_unlink(struct cm_tw *tw);
 void cm_tw_start(struct cm_tw *tw, unsigned int ms);
 void cm_tw_drain(void);
 
+/*
+ * cm_test_hook.c: asked by cm.c when a LAP or APR arrives on a RoCE port,
+ * and for the GID attribute to build a LAP's alternate path with.  Only a
+ * test build of ib_cm.ko (IB_CM_TEST_HOOK, set by Kbuild) has the switch
+ * behind them (cm_test_lap_on_roce()); in any other build the answers are
+ * constants: "no" and "none".
+ */
+#ifdef IB_CM_TEST_HOOK
+bool cm_test_lap_as_ib(const struct cm_port *port);
+const struct ib_gid_attr *
+cm_test_lap_sgid_attr(const struct cm_port *port, const union ib_gid *sgid,
+		      const struct ib_gid_attr *arrived);
+#else
+static inline bool cm_test_lap_as_ib(const struct cm_port *port)
+{
+	return false;
+}
+
+static inline const struct ib_gid_attr *
+cm_test_lap_sgid_attr(const struct cm_port *port, const union ib_gid *sgid,
+		      const struct ib_gid_attr *arrived)
+{
+	return NULL;
+}
+#endif
+
 /* cm.c */
 int cm_tw_expired(__be32 local_id, __be32 remote_id, __be32 remote_qpn);
 void cm_mad_send_handler(struct ib_mad_agent *agent,

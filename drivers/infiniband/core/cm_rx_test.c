@@ -11,6 +11,11 @@
  * ID resolution: SIDR_REQ without a listener, with one (and its answer),
  * duplicate SIDR_REQs, and SIDR_REP receipt.
  *
+ * The LAP/APR receive rules themselves (alternate path event, duplicates,
+ * MRA for a LAP, states that drop a LAP, a path that cannot be addressed,
+ * APR without our LAP) run with the test build's switch that makes ib_cm
+ * take LAP/APR on this RoCE port (cm_test_lap_on_roce()).
+ *
  * Messages from the "peer" are built here and handed to ib_cm's receive
  * handler through the test hook (cm_test_hook.c).  They claim to come from
  * the port's own GID, so whatever the CM answers comes back to the CM
@@ -85,6 +90,8 @@ struct rx_event {
 	/* SIDR_REP_RECEIVED (and remote_qpn) */
 	u8 sidr_status;
 	u32 qkey;
+	/* LAP_RECEIVED: the alternate path as the consumer got it */
+	struct sa_path_rec alt;
 };
 
 #define RX_MAX_NEW	8
@@ -148,6 +155,9 @@ static void rx_note(struct rx_event *e, const struct ib_cm_event *ev)
 		e->sidr_status = srep->status;
 		e->remote_qpn = srep->qpn;
 		e->qkey = srep->qkey;
+		break;
+	case IB_CM_LAP_RECEIVED:
+		e->alt = *ev->param.lap_rcvd.alternate_path;
 		break;
 	default:
 		break;
@@ -484,6 +494,56 @@ static int rx_send_lap_apr(__be16 attr, const struct rx_peer *p,
 	put_unaligned_be32(p->comm_id, body);
 	put_unaligned_be32(be32_to_cpu(to->local_id), body + 4);
 	return rx_inject(mad);
+}
+
+/*
+ * A whole LAP from @p proposing @alt for our QP @qpn, written byte by byte
+ * at the offsets of the specification's LAP layout (not with the codec,
+ * which only reads LAPs), so that the CM's decoding is checked too.
+ */
+static int rx_send_lap(const struct rx_peer *p, struct ib_cm_id *to,
+		       u32 qpn, const struct cmc_path *alt, char tag)
+{
+	u8 mad[RX_MAD_SIZE] = {};
+	u8 *lap = mad + sizeof(struct ib_mad_hdr);
+
+	cmc_put_hdr((struct ib_mad_hdr *)mad, CM_LAP_ATTR_ID, p->tid, 0);
+	put_unaligned_be32(p->comm_id, lap);
+	put_unaligned_be32(be32_to_cpu(to->local_id), lap + 4);
+	/* QPN (24 bits), then a remote CM response timeout of 20. */
+	put_unaligned_be32(qpn << 8 | 20 << 3, lap + 12);
+	put_unaligned_be16(alt->local_lid, lap + 20);
+	put_unaligned_be16(alt->remote_lid, lap + 22);
+	memcpy(lap + 24, alt->local_gid.raw, sizeof(alt->local_gid.raw));
+	memcpy(lap + 40, alt->remote_gid.raw, sizeof(alt->remote_gid.raw));
+	/* Flow label (20 bits), 4 reserved, traffic class. */
+	put_unaligned_be32(alt->flow_label << 12 | alt->tclass, lap + 56);
+	lap[60] = alt->hop_limit;
+	lap[61] = alt->rate & 0x3f;
+	lap[62] = alt->sl << 4 | (alt->subnet_local ? 0x08 : 0);
+	lap[63] = alt->ack_timeout << 3;
+	rx_pdata(lap + 64, tag);
+	return rx_inject(mad);
+}
+
+/*
+ * The alternate path the peer proposes, from its end ("local") to ours
+ * ("remote"): the peer's made-up GID, our GID, and distinct values in
+ * every field so that each can be told apart where it comes out.
+ */
+static void rx_lap_path(struct cmc_path *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->local_gid = rx_far_gid;
+	w->remote_gid = rx_gid->gid;
+	w->local_lid = 0x1234;
+	w->remote_lid = 0x0056;
+	w->flow_label = 0x54321;
+	w->tclass = 0x1c;
+	w->hop_limit = 3;
+	w->rate = IB_RATE_10_GBPS;
+	w->sl = 5;
+	w->ack_timeout = 17;
 }
 
 /* A SIDR_REQ from the peer; a SIDR_REP will go back to our own GID. */
@@ -1225,18 +1285,24 @@ out:
 	rx_active_end(&a);
 }
 
-/* Alternate path messages are not supported on RoCE: counted, dropped. */
+/*
+ * Alternate path messages are not supported on RoCE: counted, dropped.
+ * The LAP is one that the lap_* cases below, with the port switched to
+ * take LAPs, see delivered.
+ */
 static void test_lap_apr_roce(void)
 {
-	struct rx_active c;
+	struct rx_passive c;
+	struct cmc_path alt;
 	long lap, apr;
 
-	IBST_EXPECT(rx_active_connect(&c, false));
+	IBST_EXPECT(rx_passive_connect(&c));
 	if (ibst_case_failed())
 		goto out;
 	lap = rx_ctr(CM_CTR_RX, CM_LAP_ATTR_ID);
 	apr = rx_ctr(CM_CTR_RX, CM_APR_ATTR_ID);
-	IBST_EXPECT(rx_send_lap_apr(CM_LAP_ATTR_ID, &c.peer, c.id) == 0);
+	rx_lap_path(&alt);
+	IBST_EXPECT(rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'L') == 0);
 	IBST_EXPECT(rx_send_lap_apr(CM_APR_ATTR_ID, &c.peer, c.id) == 0);
 	rx_quiesce();
 	IBST_EXPECT(rx_ctr(CM_CTR_RX, CM_LAP_ATTR_ID) == lap + 1);
@@ -1246,7 +1312,318 @@ static void test_lap_apr_roce(void)
 	IBST_EXPECT(c.id->lap_state == IB_CM_LAP_UNINIT);
 	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
 out:
-	rx_active_end(&c);
+	rx_passive_end(&c);
+}
+
+/* ------------------------------------------------------------------ */
+/* LAP/APR with the port switched to take them                         */
+
+/*
+ * ib_cm drops LAP and APR on RoCE ports; the test build's switch lets it
+ * take them on ours.  Off again at the end of each case, so that the other
+ * cases (lap_apr_dropped_on_roce) see the port as it normally is.
+ */
+static bool rx_lap_switch(bool on)
+{
+	return !cm_test_lap_on_roce(rx_dev, rx_port, on);
+}
+
+static long rx_dev_refs(void)
+{
+	return cm_test_dev_refs(rx_dev, rx_port);
+}
+
+static unsigned int rx_id_refs(struct ib_cm_id *id)
+{
+	return refcount_read(&container_of(id, struct cm_id_private, id)->refs);
+}
+
+/* The peer's first LAP on the established @c, delivered. */
+static bool rx_lap_first(struct rx_passive *c, struct rx_event *e)
+{
+	struct cmc_path alt;
+
+	rx_lap_path(&alt);
+	if (rx_send_lap(&c->peer, c->id, c->qpn, &alt, 'L'))
+		return false;
+	cm_test_flush();
+	return rx_wait_event(c->id, IB_CM_LAP_RECEIVED, e) &&
+	       c->id->lap_state == IB_CM_LAP_RCVD;
+}
+
+/*
+ * A LAP on an established connection: the consumer gets the alternate
+ * path as seen from this side (the sender's local end is our destination,
+ * the ACK timeout becomes a packet lifetime), the ID is in LAP_RCVD, and
+ * ib_cm_init_qp_attr() for RTS loads and re-arms that path.  The alternate
+ * AV holds one device reference, which destroying the ID returns.
+ *
+ * The port is RoCE (rdma_rxe), which has no IB-type GID for the IB path
+ * of the LAP: the test build lets the GID the LAP arrived on stand in, and
+ * the path becomes RoCE AH attributes with a GRH from the GIDs but no LID
+ * and no MAC.  This covers ib_cm's rules, its decoding and conversion of
+ * the path and the AV's lifetime, not an alternate path on a real IB link
+ * (LIDs in an AH, a QP migrating to it).
+ */
+static void test_lap_event(void)
+{
+	struct ib_qp_attr qa = { .qp_state = IB_QPS_RTS };
+	const struct ib_global_route *grh;
+	struct rx_passive c = {};
+	struct rx_event e = {};
+	long refs = -1;
+	int mask = 0;
+
+	IBST_EXPECT(rx_lap_switch(true));
+	IBST_EXPECT(rx_passive_connect(&c));
+	if (ibst_case_failed())
+		goto out;
+	rx_quiesce();
+	refs = rx_dev_refs();
+	IBST_EXPECT(rx_lap_first(&c, &e));
+	if (ibst_case_failed())
+		goto out;
+	IBST_EXPECT(rx_pdata_is(&e, 'L'));
+	IBST_EXPECT(e.alt.rec_type == SA_PATH_REC_TYPE_IB);
+	IBST_EXPECT(!memcmp(e.alt.sgid.raw, rx_gid->gid.raw, 16));
+	IBST_EXPECT(!memcmp(e.alt.dgid.raw, rx_far_gid.raw, 16));
+	IBST_EXPECT_EQ(be32_to_cpu(sa_path_get_dlid(&e.alt)), 0x1234);
+	IBST_EXPECT_EQ(be32_to_cpu(sa_path_get_slid(&e.alt)), 0x0056);
+	IBST_EXPECT_EQ(be32_to_cpu(e.alt.flow_label), 0x54321);
+	IBST_EXPECT_EQ(e.alt.traffic_class, 0x1c);
+	IBST_EXPECT_EQ(e.alt.hop_limit, 3);
+	IBST_EXPECT_EQ(e.alt.rate, IB_RATE_10_GBPS);
+	IBST_EXPECT_EQ(e.alt.sl, 5);
+	IBST_EXPECT_EQ(e.alt.packet_life_time, 16);
+	IBST_EXPECT_EQ(be16_to_cpu(e.alt.pkey), 0xffff);
+	IBST_EXPECT_EQ(e.alt.mtu, IB_MTU_1024);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
+
+	IBST_EXPECT_EQ(ib_cm_init_qp_attr(c.id, &qa, &mask), 0);
+	IBST_EXPECT_EQ(mask, IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE);
+	IBST_EXPECT(qa.path_mig_state == IB_MIG_REARM);
+	IBST_EXPECT_EQ(qa.alt_port_num, rx_port);
+	IBST_EXPECT_EQ(qa.alt_timeout, 17);
+	IBST_EXPECT_EQ(rdma_ah_get_sl(&qa.alt_ah_attr), 5);
+	IBST_EXPECT(rdma_ah_get_ah_flags(&qa.alt_ah_attr) & IB_AH_GRH);
+	grh = rdma_ah_read_grh(&qa.alt_ah_attr);
+	IBST_EXPECT(!memcmp(grh->dgid.raw, rx_far_gid.raw, 16));
+	IBST_EXPECT_EQ(grh->flow_label, 0x54321);
+	IBST_EXPECT_EQ(grh->traffic_class, 0x1c);
+	IBST_EXPECT_EQ(grh->hop_limit, 3);
+	IBST_EXPECT_EQ(rx_dev_refs(), refs + 1);
+out:
+	rx_passive_end(&c);
+	/* Without the ID, neither its AV nor its alternate AV holds the device. */
+	if (refs >= 0)
+		IBST_EXPECT_EQ(rx_dev_refs(), refs - 1);
+	IBST_EXPECT(rx_lap_switch(false));
+}
+
+/* A LAP repeated while the consumer works on the first is only counted. */
+static void test_lap_dup(void)
+{
+	struct rx_passive c = {};
+	struct rx_event e = {};
+	struct cmc_path alt;
+	long dups, mra;
+
+	IBST_EXPECT(rx_lap_switch(true));
+	IBST_EXPECT(rx_passive_connect(&c) && rx_lap_first(&c, &e));
+	if (ibst_case_failed())
+		goto out;
+	rx_quiesce();
+	dups = rx_ctr(CM_CTR_RX_DUPS, CM_LAP_ATTR_ID);
+	mra = rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID);
+	rx_lap_path(&alt);
+	IBST_EXPECT(!rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'M'));
+	rx_quiesce();
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_LAP_ATTR_ID), dups + 1);
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_LAP_RECEIVED, NULL), 1);
+	IBST_EXPECT(c.id->lap_state == IB_CM_LAP_RCVD);
+	/* Nothing to repeat: the consumer sent no MRA. */
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID), mra);
+out:
+	rx_passive_end(&c);
+	IBST_EXPECT(rx_lap_switch(false));
+}
+
+/*
+ * The consumer's MRA for a LAP: refused before any LAP, sent (it comes
+ * back over rdma_rxe, so it was on the wire) in LAP_RCVD, and sent again
+ * for a repeated LAP; a second one has nothing left to delay.
+ */
+static void test_lap_mra(void)
+{
+	struct rx_passive c = {};
+	struct rx_event e = {};
+	u8 pd[RX_PDATA];
+	struct cmc_path alt;
+	long dups, mra, back;
+
+	IBST_EXPECT(rx_lap_switch(true));
+	IBST_EXPECT(rx_passive_connect(&c));
+	if (ibst_case_failed())
+		goto out;
+	IBST_EXPECT_EQ(ib_send_cm_mra(c.id, 18, NULL, 0), -EINVAL);
+	IBST_EXPECT(rx_lap_first(&c, &e));
+	if (ibst_case_failed())
+		goto out;
+	rx_quiesce();
+	mra = rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID);
+	back = rx_ctr(CM_CTR_RX, CM_MRA_ATTR_ID);
+	rx_pdata(pd, 'm');
+	IBST_EXPECT_EQ(ib_send_cm_mra(c.id, 18, pd, sizeof(pd)), 0);
+	IBST_EXPECT(c.id->lap_state == IB_CM_MRA_LAP_SENT);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_MRA_ATTR_ID, mra));
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_RX, CM_MRA_ATTR_ID, back));
+	IBST_EXPECT_EQ(ib_send_cm_mra(c.id, 18, NULL, 0), -EINVAL);
+	IBST_EXPECT(c.id->lap_state == IB_CM_MRA_LAP_SENT);
+
+	rx_quiesce();
+	dups = rx_ctr(CM_CTR_RX_DUPS, CM_LAP_ATTR_ID);
+	mra = rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID);
+	rx_lap_path(&alt);
+	IBST_EXPECT(!rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'N'));
+	cm_test_flush();
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_LAP_ATTR_ID), dups + 1);
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_MRA_ATTR_ID, mra));
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_LAP_RECEIVED, NULL), 1);
+	IBST_EXPECT(c.id->lap_state == IB_CM_MRA_LAP_SENT);
+out:
+	rx_passive_end(&c);
+	IBST_EXPECT(rx_lap_switch(false));
+}
+
+/*
+ * A LAP is for an established connection only: before the RTU and after
+ * the peer's DREQ it is dropped, and nothing it would have set up stays
+ * (no event, no LAP state, no device reference).  A LAP the consumer has
+ * not answered does not hold off the peer's DREQ.
+ */
+static void test_lap_not_established(void)
+{
+	struct rx_passive c = {};
+	struct rx_event e = {};
+	struct cmc_path alt;
+	long refs;
+
+	IBST_EXPECT(rx_lap_switch(true));
+	IBST_EXPECT(rx_passive_req(&c));
+	if (ibst_case_failed())
+		goto out;
+	IBST_EXPECT_EQ(rx_passive_rep(&c), 0);
+	rx_quiesce();
+	refs = rx_dev_refs();
+	rx_lap_path(&alt);
+	IBST_EXPECT(!rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'S'));
+	rx_quiesce();
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_LAP_RECEIVED, NULL), 0);
+	IBST_EXPECT(c.id->lap_state == IB_CM_LAP_UNINIT);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_REP_SENT);
+	IBST_EXPECT_EQ(rx_dev_refs(), refs);
+
+	IBST_EXPECT(!rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'u'));
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(c.id, IB_CM_RTU_RECEIVED, NULL));
+	IBST_EXPECT(!rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'L'));
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(c.id, IB_CM_LAP_RECEIVED, &e));
+	IBST_EXPECT(rx_pdata_is(&e, 'L'));
+	IBST_EXPECT(!rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'D'));
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(c.id, IB_CM_DREQ_RECEIVED, NULL));
+	IBST_EXPECT(rx_state(c.id) == IB_CM_DREQ_RCVD);
+	IBST_EXPECT(!rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'T'));
+	rx_quiesce();
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_LAP_RECEIVED, NULL), 1);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_DREQ_RCVD);
+out:
+	rx_passive_end(&c);
+	IBST_EXPECT(rx_lap_switch(false));
+}
+
+/*
+ * A LAP whose alternate path starts at a GID this host does not have
+ * cannot become an address vector: it is dropped, and neither the ID nor
+ * the device keeps a reference the handler took on the way (the AV it had
+ * built to answer the sender included).  The connection still takes a
+ * good LAP after it (so the bad one did reach the LAP rules), and the ID
+ * can still be destroyed.
+ */
+static void test_lap_bad_path(void)
+{
+	struct rx_passive c = {};
+	struct rx_event e = {};
+	struct cmc_path alt;
+	unsigned int id_refs;
+	long refs = -1, rx;
+
+	IBST_EXPECT(rx_lap_switch(true));
+	IBST_EXPECT(rx_passive_connect(&c));
+	if (ibst_case_failed())
+		goto out;
+	rx_quiesce();
+	refs = rx_dev_refs();
+	id_refs = rx_id_refs(c.id);
+	rx = rx_ctr(CM_CTR_RX, CM_LAP_ATTR_ID);
+	rx_lap_path(&alt);
+	alt.remote_gid = rx_far_gid;
+	IBST_EXPECT(!rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'B'));
+	rx_quiesce();
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX, CM_LAP_ATTR_ID), rx + 1);
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_LAP_RECEIVED, NULL), 0);
+	IBST_EXPECT(c.id->lap_state == IB_CM_LAP_UNINIT);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
+	IBST_EXPECT_EQ(rx_dev_refs(), refs);
+	IBST_EXPECT_EQ(rx_id_refs(c.id), id_refs);
+	if (rx_id_refs(c.id) != id_refs) {
+		/* Destroying it would wait for ever: leave it (and leak). */
+		ibst_diag("cm_id %p kept a reference; not destroyed", c.id);
+		c.id = NULL;
+		refs = -1;
+		goto out;
+	}
+	IBST_EXPECT(rx_lap_first(&c, &e));
+out:
+	rx_passive_end(&c);
+	if (refs >= 0)
+		IBST_EXPECT_EQ(rx_dev_refs(), refs - 1);
+	IBST_EXPECT(rx_lap_switch(false));
+}
+
+/*
+ * An APR answers a LAP of ours, and this side never sends one (the API
+ * has no LAP): before any LAP and after the peer's own LAP it is dropped.
+ */
+static void test_apr_without_lap(void)
+{
+	struct rx_passive c = {};
+	struct rx_event e = {};
+	long rx;
+
+	IBST_EXPECT(rx_lap_switch(true));
+	IBST_EXPECT(rx_passive_connect(&c));
+	if (ibst_case_failed())
+		goto out;
+	rx = rx_ctr(CM_CTR_RX, CM_APR_ATTR_ID);
+	IBST_EXPECT(!rx_send_lap_apr(CM_APR_ATTR_ID, &c.peer, c.id));
+	rx_quiesce();
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX, CM_APR_ATTR_ID), rx + 1);
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_APR_RECEIVED, NULL), 0);
+	IBST_EXPECT(c.id->lap_state == IB_CM_LAP_UNINIT);
+
+	IBST_EXPECT(rx_lap_first(&c, &e));
+	IBST_EXPECT(!rx_send_lap_apr(CM_APR_ATTR_ID, &c.peer, c.id));
+	rx_quiesce();
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX, CM_APR_ATTR_ID), rx + 2);
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_APR_RECEIVED, NULL), 0);
+	IBST_EXPECT(c.id->lap_state == IB_CM_LAP_RCVD);
+	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
+out:
+	rx_passive_end(&c);
+	IBST_EXPECT(rx_lap_switch(false));
 }
 
 /*
@@ -1641,6 +2018,8 @@ static int cm_rx_setup(void)
 
 static void cm_rx_teardown(void)
 {
+	/* Drops the device reference a case that stopped half-way left on. */
+	cm_test_lap_on_roce(rx_dev, rx_port, false);
 	rdma_put_gid_attr(rx_gid);
 	rx_gid = NULL;
 	ib_unregister_client(&rx_client);
@@ -1663,6 +2042,12 @@ static const struct ibst_case cm_rx_cases[] = {
 	{ "notify_comm_est", test_notify_comm_est },
 	{ "notify_path_mig", test_notify_path_mig },
 	{ "lap_apr_dropped_on_roce", test_lap_apr_roce },
+	{ "lap_event_alt_path_and_qp_attr", test_lap_event },
+	{ "lap_repeat_counted_and_dropped", test_lap_dup },
+	{ "lap_mra_sent_and_repeated", test_lap_mra },
+	{ "lap_outside_established_dropped", test_lap_not_established },
+	{ "lap_unaddressable_path_leaves_no_ref", test_lap_bad_path },
+	{ "apr_without_our_lap_dropped", test_apr_without_lap },
 	{ "stale_req_rejected", test_stale_req },
 	{ "stale_rep_rejected", test_stale_rep },
 	{ "sidr_req_without_listener_unsupported", test_sidr_req_no_listener },

@@ -8,6 +8,8 @@
  * a peer that misbehaves on purpose.  The answers the CM sends go out on
  * the real device.  cm_test_counter() reads the per-port counters that the
  * sysfs files show, and cm_test_flush() waits for queued receive work.
+ * cm_test_lap_on_roce() lets the LAP/APR receive rules run on a RoCE port,
+ * and cm_test_dev_refs() shows the references held on a CM device.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -198,3 +200,107 @@ void cm_test_flush(void)
 	flush_workqueue(cmg.wq);
 }
 EXPORT_SYMBOL_NS_GPL(cm_test_flush, IB_CM_TEST);
+
+/*
+ * The one port on which LAP and APR are taken as on an IB link, or NULL.
+ * Holds a reference on the port's device, so that the pointer cannot come
+ * to name another port while it is set.  Protected by cm_test_lap_lock.
+ */
+static struct cm_port *cm_test_lap_port;
+static DEFINE_SPINLOCK(cm_test_lap_lock);
+
+/**
+ * cm_test_lap_on_roce() - Take LAP and APR on a RoCE port, for a self-test.
+ * @ibdev: device
+ * @port_num: a RoCE port of @ibdev
+ * @on: true to switch the port on (any other port goes off), false for off
+ *
+ * ib_cm drops alternate path messages on RoCE ports, as the distribution's
+ * does, and the test rig has only RoCE ports (rdma_rxe).  This switch
+ * exists so that ib_cm_rx_test.ko can drive the LAP and APR receive rules
+ * (states, duplicates, MRA for a LAP, the alternate address vector and
+ * what becomes of its references) on such a port: LAP and APR are taken
+ * there as on an IB link, and a LAP's path is read as an IB path.  Nothing
+ * else changes: the port stays RoCE for every other message and for the
+ * address vectors, so the alternate path becomes RoCE AH attributes with a
+ * GRH but no destination MAC (see cm_test_lap_sgid_attr()).  Those must
+ * not be used for a QP: the switch may not be used to run alternate paths
+ * over RoCE.  It exists only in test builds and is off until a test turns
+ * it on; the test turns it off before it unloads, which drops the device
+ * reference the switch holds.
+ *
+ * Return: 0, -EOPNOTSUPP for a port that is not RoCE, -ENODEV.
+ */
+int cm_test_lap_on_roce(struct ib_device *ibdev, u32 port_num, bool on)
+{
+	struct cm_port *port = NULL, *old;
+
+	if (on) {
+		if (!rdma_protocol_roce(ibdev, port_num))
+			return -EOPNOTSUPP;
+		port = cm_test_port_get(ibdev, port_num);
+		if (!port)
+			return -ENODEV;
+	}
+	spin_lock(&cm_test_lap_lock);
+	old = cm_test_lap_port;
+	cm_test_lap_port = port;
+	spin_unlock(&cm_test_lap_lock);
+	if (old)
+		cm_dev_put(old->dev);
+	return 0;
+}
+EXPORT_SYMBOL_NS_GPL(cm_test_lap_on_roce, IB_CM_TEST);
+
+/* Whether cm_test_lap_on_roce() switched @port on. */
+bool cm_test_lap_as_ib(const struct cm_port *port)
+{
+	bool on;
+
+	spin_lock(&cm_test_lap_lock);
+	on = cm_test_lap_port == port;
+	spin_unlock(&cm_test_lap_lock);
+	return on;
+}
+
+/*
+ * The GID attribute a LAP's alternate path is built with on a switched
+ * port.  On IB the path's source GID names the port and no attribute is
+ * given; rdma_rxe has only RoCE v2 GIDs, none of the type an IB path looks
+ * for, so a path leaving from the GID the LAP arrived on (@arrived) is built
+ * with that GID's attribute instead.  A path from any other GID still gets
+ * none and fails as it would on IB.  Not switched: none, as in production.
+ */
+const struct ib_gid_attr *
+cm_test_lap_sgid_attr(const struct cm_port *port, const union ib_gid *sgid,
+		      const struct ib_gid_attr *arrived)
+{
+	if (!arrived || !cm_test_lap_as_ib(port) ||
+	    memcmp(sgid->raw, arrived->gid.raw, sizeof(sgid->raw)))
+		return NULL;
+	return arrived;
+}
+
+/**
+ * cm_test_dev_refs() - How many references a CM device has right now.
+ * @ibdev: device
+ * @port_num: one of its ports
+ *
+ * Counts the ib_client's reference, one per address vector pointing at the
+ * device, one per queued job and the one cm_test_lap_on_roce() may hold;
+ * not the one this call takes while it looks.
+ *
+ * Return: the count, or -ENODEV.
+ */
+long cm_test_dev_refs(struct ib_device *ibdev, u32 port_num)
+{
+	struct cm_port *port = cm_test_port_get(ibdev, port_num);
+	long refs;
+
+	if (!port)
+		return -ENODEV;
+	refs = kref_read(&port->dev->ref) - 1;
+	cm_dev_put(port->dev);
+	return refs;
+}
+EXPORT_SYMBOL_NS_GPL(cm_test_dev_refs, IB_CM_TEST);

@@ -15,5 +15,7 @@ int cm_test_inject(struct ib_device *ibdev, u32 port_num,
 long cm_test_counter(struct ib_device *ibdev, u32 port_num,
 		     unsigned int group, __be16 attr_id);
 void cm_test_flush(void);
+int cm_test_lap_on_roce(struct ib_device *ibdev, u32 port_num, bool on);
+long cm_test_dev_refs(struct ib_device *ibdev, u32 port_num);
 
 #endif /* IB_CM_TEST_HOOK_H */
