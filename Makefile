@@ -54,7 +54,8 @@ help:
 	@echo 'make dkms-deb     the DKMS package, in build/dkms'
 	@echo 'make bench-pvcm   benchmark: our PV-CM cache against the distro one'
 	@echo 'make bench-cm     benchmark: our ib_cm against the distro one (cmtime, ucmatose;'
-	@echo '                  BENCH_CM_ARGS="--conns 1000,10000 --passes 1" by default)'
+	@echo '                  BENCH_CM_ARGS="--conns 1000,10000 --passes 1" by default;'
+	@echo '                  ours built TEST=0 into $$(BUILD)/bench-prod)'
 	@echo 'make mutants      cm.c mutants the PV-CM test module must kill'
 	@echo 'make replay       replay captured CM traffic through the PV-CM cache'
 	@echo 'make check-debug  the VM suites on a KASAN/lockdep/kmemleak kernel (slow first build)'
@@ -105,11 +106,14 @@ dkms-deb:
 bench-pvcm: modules
 	@KDIR=$(KDIR) KREL=$(KREL) $(TOP)/tools/testing/bench/pvcm/run --skip-modules
 
-# Benchmark (not a test): our ib_cm against the distro's, one guest.
+# Benchmark (not a test): our ib_cm against the distro's, one guest.  It
+# measures the ib_cm.ko users get: the run script builds it with TEST=0
+# (no fault-injection or test hooks) into $(BUILD)/bench-prod; results
+# go to $(BUILD)/bench-cm.
 BENCH_CM_ARGS ?=
-bench-cm: modules
+bench-cm: source
 	@KREL=$(KREL) $(TOP)/tools/testing/bench/cm/run --build $(BUILD) \
-		--skip-modules $(BENCH_CM_ARGS)
+		$(BENCH_CM_ARGS)
 
 # Mutants of cm.c that the PV-CM test module must kill.
 mutants: modules
