@@ -86,6 +86,8 @@ static u32 cc_serial;
  * @plt: packet life time of the path, IBTA time exponent
  * @mra_on_req: the passive side answers the REQ with an MRA from its
  *	event handler
+ * @req_again: the active side sends its REQ again from the handler of
+ *	the first IB_CM_REQ_ERROR
  * @path: path to this port's own GID and MAC
  * @req: what the active side asks for
  * @rep: what the passive side answers
@@ -99,6 +101,7 @@ struct cc_conn {
 	enum ib_qp_type type;
 	u8 plt;
 	bool mra_on_req;
+	bool req_again;
 	struct sa_path_rec path;
 	struct ib_cm_req_param req;
 	struct ib_cm_rep_param rep;
@@ -148,6 +151,7 @@ struct cc_conn {
  * @service_timeout: MRA: the service timeout
  * @send_status: *_ERROR: status of the failed send
  * @mra_ret: REQ with @mra_on_req: what ib_send_cm_mra() returned
+ * @again_ret: REQ_ERROR with @req_again: what ib_send_cm_req() returned
  * @req_pdata: REQ: the whole private data field
  * @service_id: SIDR_REQ: the service ID asked for
  * @sidr_pkey: SIDR_REQ: the P_Key the asker named
@@ -194,6 +198,7 @@ struct cc_event {
 	u8 service_timeout;
 	int send_status;
 	int mra_ret;
+	int again_ret;
 	u8 req_pdata[IB_CM_REQ_PRIVATE_DATA_SIZE];
 	__be64 service_id;
 	u16 sidr_pkey;
@@ -204,7 +209,8 @@ struct cc_event {
 };
 
 /*
- * cc_lock protects cc_events, cc_nevents, cc_lost and every cc_conn.pas:
+ * cc_lock protects cc_events, cc_nevents, cc_lost and every cc_conn.pas and
+ * .req_again:
  * the CM's handler threads fill them, the case's thread reads them.
  */
 static DEFINE_SPINLOCK(cc_lock);
@@ -358,10 +364,19 @@ static int cc_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 		   ev->event == IB_CM_SIDR_REQ_RECEIVED;
 	struct cc_event e = {};
 	bool claimed = false;
+	bool again = false;
 	unsigned long flags;
 	u8 pd[CC_PDATA];
 
 	cc_note(&e, id, ev);
+	if (ev->event == IB_CM_REQ_ERROR && c) {
+		spin_lock_irqsave(&cc_lock, flags);
+		again = c->req_again;
+		c->req_again = false;
+		spin_unlock_irqrestore(&cc_lock, flags);
+		if (again)
+			e.again_ret = ib_send_cm_req(id, &c->req);
+	}
 	if (req) {
 		spin_lock_irqsave(&cc_lock, flags);
 		if (c && !c->pas) {
@@ -1340,6 +1355,40 @@ out:
 }
 
 /*
+ * The cm_id is IDLE when its REQ's timeout is reported, so the consumer
+ * may send the REQ again from that very handler; the new REQ's timeout
+ * is reported in turn.  (The report of a send is reserved when it is
+ * posted; here the cm_id's own report is still being delivered, so ours
+ * must find another one.)
+ */
+static void test_req_again_from_error_handler(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+	unsigned long flags;
+	struct cc_event e;
+
+	cc_conn_init_fast(c);
+	spin_lock_irqsave(&cc_lock, flags);
+	c->req_again = true;
+	spin_unlock_irqrestore(&cc_lock, flags);
+	if (!cc_listen(c))
+		goto out;
+	if (!cc_send_req(c) || !cc_wait(c, c->act, IB_CM_REQ_ERROR, &e))
+		goto out;
+	IBST_EXPECT_EQ(e.again_ret, 0);
+	IBST_EXPECT_EQ(e.state, IB_CM_IDLE);
+	wait_event_timeout(cc_wq,
+			   cc_count(c, c->act, IB_CM_REQ_ERROR, 0, NULL) > 1,
+			   msecs_to_jiffies(CC_WAIT_MS));
+	IBST_EXPECT_EQ(cc_count(c, c->act, IB_CM_REQ_ERROR, 0, &e), 2);
+	IBST_EXPECT_EQ(e.send_status, IB_WC_RESP_TIMEOUT_ERR);
+	IBST_EXPECT_EQ(e.state, IB_CM_IDLE);
+	IBST_EXPECT_EQ(cc_state(c->act), IB_CM_IDLE);
+out:
+	cc_end(c);
+}
+
+/*
  * An MRA for the REQ (sent from the passive side's REQ handler) makes the
  * active side wait the MRA's service timeout instead (IBTA 12.6.6): it
  * is still waiting long after the REQ alone would have failed, and the
@@ -1825,6 +1874,7 @@ static const struct ibst_case cc_cases[] = {
 	{ "xrc_ini_disconnect", test_xrc_ini_disconnect },
 	{ "rej_consumer_ari", test_rej_consumer_ari },
 	{ "req_unanswered_times_out", test_req_unanswered_times_out },
+	{ "req_again_from_error_handler", test_req_again_from_error_handler },
 	{ "mra_delays_req_timeout", test_mra_delays_req_timeout },
 	{ "req_reuses_qpn_in_timewait", test_req_reuses_qpn_in_timewait },
 	{ "rep_rejected_by_active", test_rep_rejected_by_active },
