@@ -473,7 +473,7 @@ static void cm_cancel_msg(struct cm_id_private *priv)
 		ib_cancel_mad(priv->msg);
 }
 
-static struct cm_job *cm_job_alloc(gfp_t gfp);
+static struct cm_job *cm_job_alloc(gfp_t gfp, unsigned int paths);
 
 /* Post a send that expects an answer; it becomes priv->msg. */
 static int cm_send_tracked(struct cm_id_private *priv,
@@ -485,7 +485,7 @@ static int cm_send_tracked(struct cm_id_private *priv,
 	lockdep_assert_held(&priv->lock);
 	/* Reserve now what reporting a failed exchange needs later. */
 	if (!priv->send_err)
-		priv->send_err = cm_job_alloc(GFP_ATOMIC);
+		priv->send_err = cm_job_alloc(GFP_ATOMIC, 0);
 	if (!priv->send_err) {
 		cm_msg_abandon(msg);
 		return -ENOMEM;
@@ -504,9 +504,14 @@ static int cm_send_tracked(struct cm_id_private *priv,
 /* ------------------------------------------------------------------ */
 /* Event delivery                                                      */
 
-static struct cm_job *cm_job_alloc(gfp_t gfp)
+/* A job with room for @paths path records (REQ: 2, LAP: 1, others: 0). */
+static struct cm_job *cm_job_alloc(gfp_t gfp, unsigned int paths)
 {
-	return cm_fault() ? NULL : kzalloc(sizeof(struct cm_job), gfp);
+	struct cm_job *job;
+
+	if (cm_fault())
+		return NULL;
+	return kzalloc(struct_size(job, path, paths), gfp);
 }
 
 static void cm_job_free(struct cm_job *job)
@@ -2811,7 +2816,7 @@ static int cm_establish(struct cm_id_private *priv)
 	unsigned long flags;
 	int ret = 0;
 
-	job = cm_job_alloc(GFP_ATOMIC);
+	job = cm_job_alloc(GFP_ATOMIC, 0);
 	if (!job)
 		return -ENOMEM;
 
@@ -2909,7 +2914,7 @@ int cm_tw_expired(__be32 local_id, __be32 remote_id, __be32 remote_qpn)
 	struct cm_id_private *priv;
 	struct cm_job *job;
 
-	job = cm_job_alloc(GFP_KERNEL);
+	job = cm_job_alloc(GFP_KERNEL, 0);
 	if (!job)
 		return -ENOMEM;
 	priv = cm_id_lookup(local_id, remote_id);
@@ -3078,6 +3083,12 @@ static void (*const cm_rx_handlers[CMC_ATTR_COUNT])(struct cm_job *job) = {
 	cm_apr_rcvd,		/* 0x1A APR */
 };
 
+/* Path records a received message's job needs room for. */
+static const u8 cm_rx_paths[CMC_ATTR_COUNT] = {
+	[0x10 - CMC_ATTR_BASE] = 2,	/* REQ */
+	[0x19 - CMC_ATTR_BASE] = 1,	/* LAP */
+};
+
 static void cm_job_run(struct work_struct *work)
 {
 	struct cm_job *job = container_of(work, struct cm_job, work);
@@ -3112,7 +3123,7 @@ void cm_mad_recv_handler(struct ib_mad_agent *agent,
 	}
 	cm_ctr_add(port, CM_CTR_RX, attr, 1);
 
-	job = cm_job_alloc(GFP_KERNEL);
+	job = cm_job_alloc(GFP_KERNEL, cm_rx_paths[idx]);
 	if (!job) {
 		ib_free_recv_mad(rwc);
 		return;

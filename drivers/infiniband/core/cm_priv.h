@@ -120,7 +120,8 @@ struct cm_job {
 	__be32 local_id;
 	__be32 remote_id;
 	struct ib_cm_event ev;
-	struct sa_path_rec path[2];
+	/* REQ: primary and alternate path; LAP: alternate; others: none. */
+	struct sa_path_rec path[];
 };
 
 struct cm_id_private {
