@@ -475,6 +475,31 @@ static void cm_cancel_msg(struct cm_id_private *priv)
 
 static struct cm_job *cm_job_alloc(gfp_t gfp, unsigned int paths);
 
+/*
+ * The job that will report a tracked send's failure: the ID's own, unless
+ * an earlier report still holds it (the consumer may send again from the
+ * handler that is being told of the last failure).
+ */
+static struct cm_job *cm_send_err_reserve(struct cm_id_private *priv)
+{
+	lockdep_assert_held(&priv->lock);
+	if (priv->send_err_busy)
+		return cm_job_alloc(GFP_ATOMIC, 0);
+	priv->send_err_busy = true;
+	return &priv->send_err_job;
+}
+
+/* Give back a failure report that was reserved or delivered. */
+static void cm_send_err_release(struct cm_id_private *priv,
+				struct cm_job *job)
+{
+	lockdep_assert_held(&priv->lock);
+	if (job == &priv->send_err_job)
+		priv->send_err_busy = false;
+	else
+		kfree(job);
+}
+
 /* Post a send that expects an answer; it becomes priv->msg. */
 static int cm_send_tracked(struct cm_id_private *priv,
 			   struct ib_mad_send_buf *msg,
@@ -485,7 +510,7 @@ static int cm_send_tracked(struct cm_id_private *priv,
 	lockdep_assert_held(&priv->lock);
 	/* Reserve now what reporting a failed exchange needs later. */
 	if (!priv->send_err)
-		priv->send_err = cm_job_alloc(GFP_ATOMIC, 0);
+		priv->send_err = cm_send_err_reserve(priv);
 	if (!priv->send_err) {
 		cm_msg_abandon(msg);
 		return -ENOMEM;
@@ -554,8 +579,11 @@ static void cm_deliver_locked(struct cm_id_private *priv, struct cm_job *job)
 		spin_unlock_irq(&priv->lock);
 
 		ret = priv->id.cm_handler(&priv->id, &job->ev);
-		cm_job_free(job);
+		if (job != &priv->send_err_job)
+			cm_job_free(job);
 		spin_lock_irq(&priv->lock);
+		if (job == &priv->send_err_job)
+			cm_send_err_release(priv, job);
 	}
 	spin_unlock_irq(&priv->lock);
 	cm_id_put(priv);
@@ -969,15 +997,18 @@ static void cm_destroy(struct cm_id_private *priv, int err)
 				    refcount_read(&priv->refs));
 	}
 
+	/* The ID's own report is freed with the ID. */
 	list_for_each_entry_safe(job, tmp, &priv->events, node) {
 		list_del(&job->node);
-		cm_job_free(job);
+		if (job != &priv->send_err_job)
+			cm_job_free(job);
 	}
 	spin_lock_irq(&priv->lock);
 	cm_av_clear(priv, &priv->av);
 	cm_av_clear(priv, &priv->alt_av);
 	cm_keep_pdata(priv, NULL, 0);
-	kfree(priv->send_err);
+	if (priv->send_err)
+		cm_send_err_release(priv, priv->send_err);
 	priv->send_err = NULL;
 	spin_unlock_irq(&priv->lock);
 	kmem_cache_free(cmg.id_cache, priv);
@@ -3184,16 +3215,19 @@ static void cm_send_finished(struct cm_id_private *priv,
 	} else {
 		goto unlock;
 	}
+	/* The ID's own report may have been delivered before: clear it. */
+	memset(&job->ev, 0, sizeof(job->ev));
 	job->ev.event = ev;
 	job->ev.param.send_status = status;
 	cm_deliver_locked(priv, job);
 	cm_id_put(priv);
 	return;
 unlock:
+	if (job)
+		cm_send_err_release(priv, job);
 	spin_unlock_irq(&priv->lock);
 out:
 	cm_id_put(priv);
-	kfree(job);
 }
 
 void cm_mad_send_handler(struct ib_mad_agent *agent,

@@ -148,7 +148,8 @@ struct cm_id_private {
 	struct ib_mad_send_buf *msg;
 	/*
 	 * Reserved with @msg for the event that reports its failure, so
-	 * that a timed-out exchange is always reported (lock: ->lock).
+	 * that a timed-out exchange is always reported (lock: ->lock):
+	 * &send_err_job, or an allocated job while that one is busy.
 	 */
 	struct cm_job *send_err;
 	__be64 tid;
@@ -181,6 +182,16 @@ struct cm_id_private {
 	/* Private data of our last answer, sent again for duplicates. */
 	void *pdata;
 	u8 pdata_len;
+
+	/*
+	 * The ID's own failure report, so that reserving one costs no
+	 * allocation.  send_err_busy (lock: ->lock) is true from its
+	 * reservation until it is given back unused or has been delivered;
+	 * a send posted meanwhile reserves an allocated job instead.
+	 * Last member: its path[] is empty.
+	 */
+	bool send_err_busy;
+	struct cm_job send_err_job;
 };
 
 struct cm_globals {
