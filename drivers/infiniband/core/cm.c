@@ -529,14 +529,25 @@ static int cm_send_tracked(struct cm_id_private *priv,
 /* ------------------------------------------------------------------ */
 /* Event delivery                                                      */
 
-/* A job with room for @paths path records (REQ: 2, LAP: 1, others: 0). */
+/*
+ * A job with room for @paths path records (REQ: 2, LAP: 1, others: 0).
+ * Only what is read before it is written starts cleared: the references
+ * and the event.  The submitter initialises ->work and the IDs it uses;
+ * queueing sets ->node; a handler clears each path record it fills.
+ */
 static struct cm_job *cm_job_alloc(gfp_t gfp, unsigned int paths)
 {
 	struct cm_job *job;
 
 	if (cm_fault())
 		return NULL;
-	return kzalloc(struct_size(job, path, paths), gfp);
+	job = kmalloc(struct_size(job, path, paths), gfp);
+	if (!job)
+		return NULL;
+	job->port = NULL;
+	job->recv = NULL;
+	memset(&job->ev, 0, sizeof(job->ev));
+	return job;
 }
 
 static void cm_job_free(struct cm_job *job)
@@ -758,9 +769,11 @@ static struct cm_id_private *cm_id_new(struct ib_device *device,
 	u32 index;
 	int ret;
 
-	priv = cm_fault() ? NULL : kmem_cache_zalloc(cmg.id_cache, GFP_KERNEL);
+	priv = cm_fault() ? NULL : kmem_cache_alloc(cmg.id_cache, GFP_KERNEL);
 	if (!priv)
 		return ERR_PTR(-ENOMEM);
+	/* The own report job is set up when it is used (cm_send_finished()). */
+	memset(priv, 0, offsetof(struct cm_id_private, send_err_job));
 
 	/* The creation reference; ib_destroy_cm_id() waits out the rest. */
 	refcount_set(&priv->refs, 1);
@@ -1567,6 +1580,7 @@ static void cm_req_rcvd(struct cm_job *job)
 	}
 
 	/* Paths as this side sees them; RoCE takes its type from the GID. */
+	memset(&job->path[0], 0, sizeof(job->path[0]) * (has_alt ? 2 : 1));
 	gattr = wcd.ah_attr.grh.sgid_attr;
 	roce = wcd.ah_attr.type == RDMA_AH_ATTR_TYPE_ROCE;
 	if (roce) {
@@ -2522,6 +2536,7 @@ static void cm_lap_rcvd(struct cm_job *job)
 		return;
 	}
 
+	memset(p, 0, sizeof(*p));
 	cm_path_from_lap(job->port, &x.r, p);
 	spin_lock_irq(&priv->lock);
 	p->pkey = priv->pkey;
