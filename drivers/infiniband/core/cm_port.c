@@ -29,19 +29,9 @@ struct ib_client cm_ib_client = {
 	.remove = cm_remove_one,
 };
 
-static void cm_dev_release(struct kref *ref)
+void cm_dev_release(struct kref *ref)
 {
 	kfree(container_of(ref, struct cm_device, ref));
-}
-
-void cm_dev_get(struct cm_device *dev)
-{
-	kref_get(&dev->ref);
-}
-
-void cm_dev_put(struct cm_device *dev)
-{
-	kref_put(&dev->ref, cm_dev_release);
 }
 
 struct ib_mad_agent *cm_agent_pin(struct cm_port *port)
@@ -55,21 +45,6 @@ struct ib_mad_agent *cm_agent_pin(struct cm_port *port)
 		atomic_inc(&port->agent_users);
 	read_unlock_irqrestore(&port->dev->agent_lock, flags);
 	return agent;
-}
-
-void cm_agent_unpin(struct cm_port *port)
-{
-	if (atomic_dec_and_test(&port->agent_users))
-		wake_up_var(&port->agent_users);
-}
-
-void cm_ctr_add(struct cm_port *port, enum cm_ctr_group grp, __be16 attr_id,
-		long n)
-{
-	unsigned int idx = be16_to_cpu(attr_id) - CMC_ATTR_BASE;
-
-	if (idx < CMC_ATTR_COUNT)
-		atomic_long_add(n, &port->ctr[grp][idx]);
 }
 
 static struct cm_port *cm_port_of(struct cm_device *dev, u32 num)

@@ -17,6 +17,7 @@
 #include <linux/completion.h>
 #include <linux/rbtree.h>
 #include <linux/xarray.h>
+#include <linux/wait_bit.h>
 #include <linux/workqueue.h>
 #include <linux/spinlock.h>
 #include <rdma/ib_verbs.h>
@@ -233,14 +234,37 @@ extern const struct attribute_group *cm_counter_groups[];
 /* cm_port.c */
 int cm_client_register(void);
 void cm_client_unregister(void);
-void cm_dev_get(struct cm_device *dev);
-void cm_dev_put(struct cm_device *dev);
+void cm_dev_release(struct kref *ref);
 struct cm_port *cm_port_for_gid(struct sa_path_rec *path,
 				const struct ib_gid_attr *sgid_attr);
 struct ib_mad_agent *cm_agent_pin(struct cm_port *port);
-void cm_agent_unpin(struct cm_port *port);
-void cm_ctr_add(struct cm_port *port, enum cm_ctr_group grp, __be16 attr_id,
-		long n);
+
+/* Called for every message and reference: inline. */
+static inline void cm_dev_get(struct cm_device *dev)
+{
+	kref_get(&dev->ref);
+}
+
+static inline void cm_dev_put(struct cm_device *dev)
+{
+	kref_put(&dev->ref, cm_dev_release);
+}
+
+/* Done with the agent that cm_agent_pin() returned. */
+static inline void cm_agent_unpin(struct cm_port *port)
+{
+	if (atomic_dec_and_test(&port->agent_users))
+		wake_up_var(&port->agent_users);
+}
+
+static inline void cm_ctr_add(struct cm_port *port, enum cm_ctr_group grp,
+			      __be16 attr_id, long n)
+{
+	unsigned int idx = be16_to_cpu(attr_id) - CMC_ATTR_BASE;
+
+	if (idx < CMC_ATTR_COUNT)
+		atomic_long_add(n, &port->ctr[grp][idx]);
+}
 
 /* cm_sysfs.c */
 void cm_sysfs_init(void);
