@@ -82,6 +82,8 @@ struct rx_event {
 	u32 ece_attr;
 	u16 rej_reason;
 	u8 service_timeout;
+	/* REQ/REP/DREQ/SIDR_REQ_ERROR: the failed send's status */
+	int send_status;
 	/* SIDR_REQ_RECEIVED */
 	__be64 service_id;
 	u16 pkey;
@@ -143,6 +145,12 @@ static void rx_note(struct rx_event *e, const struct ib_cm_event *ev)
 		break;
 	case IB_CM_MRA_RECEIVED:
 		e->service_timeout = ev->param.mra_rcvd.service_timeout;
+		break;
+	case IB_CM_REQ_ERROR:
+	case IB_CM_REP_ERROR:
+	case IB_CM_DREQ_ERROR:
+	case IB_CM_SIDR_REQ_ERROR:
+		e->send_status = ev->param.send_status;
 		break;
 	case IB_CM_SIDR_REQ_RECEIVED:
 		e->listen_id = sreq->listen_id;
@@ -1218,6 +1226,35 @@ out:
 	rx_active_end(&c);
 }
 
+/*
+ * Our DREQ that the peer never answers: once its tries are used up the
+ * consumer gets DREQ_ERROR with the send's status, and the ID still goes
+ * through TimeWait (TIMEWAIT_EXIT, then IDLE).  The report was reserved
+ * with the DREQ, after the REQ's reservation had been given back unused.
+ */
+static void test_dreq_unanswered(void)
+{
+	struct rx_active c;
+	struct rx_event e = {};
+
+	/* No retries: about 0.4 s per exchange (2 x 67 ms + 268 ms). */
+	IBST_EXPECT(rx_active_req(&c, 16, 0, false));
+	if (ibst_case_failed())
+		goto out;
+	IBST_EXPECT(rx_send_rep(&c.peer, c.id, 'p', 0, 0) == 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(c.id, IB_CM_REP_RECEIVED, NULL));
+	IBST_EXPECT(ib_send_cm_rtu(c.id, NULL, 0) == 0);
+	IBST_EXPECT(ib_send_cm_dreq(c.id, NULL, 0) == 0);
+	IBST_EXPECT(rx_wait_event(c.id, IB_CM_DREQ_ERROR, &e));
+	IBST_EXPECT_EQ(e.send_status, IB_WC_RESP_TIMEOUT_ERR);
+	IBST_EXPECT(rx_wait_event(c.id, IB_CM_TIMEWAIT_EXIT, NULL));
+	IBST_EXPECT(rx_state(c.id) == IB_CM_IDLE);
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_DREQ_ERROR, NULL), 1);
+out:
+	rx_active_end(&c);
+}
+
 /* ib_cm_notify(COMM_EST) establishes from REP_SENT and MRA_REP_RCVD. */
 static void test_notify_comm_est(void)
 {
@@ -2039,6 +2076,7 @@ static const struct ibst_case cm_rx_cases[] = {
 	{ "rej_received", test_rej },
 	{ "rej_timeout_found_by_ca_guid", test_rej_timeout },
 	{ "drep_timewait_exit", test_drep_timewait },
+	{ "dreq_unanswered", test_dreq_unanswered },
 	{ "notify_comm_est", test_notify_comm_est },
 	{ "notify_path_mig", test_notify_path_mig },
 	{ "lap_apr_dropped_on_roce", test_lap_apr_roce },
