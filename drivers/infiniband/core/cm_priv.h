@@ -189,7 +189,8 @@ struct cm_id_private {
 	 * allocation.  send_err_busy (lock: ->lock) is true from its
 	 * reservation until it is given back unused or has been delivered;
 	 * a send posted meanwhile reserves an allocated job instead.
-	 * Last member: its path[] is empty.
+	 * Last member: its path[] is empty, and cm_id_new() clears the
+	 * cm_id only up to here (cm_send_finished() sets up what it uses).
 	 */
 	bool send_err_busy;
 	struct cm_job send_err_job;
