@@ -561,9 +561,25 @@ static void cm_job_free(struct cm_job *job)
 
 static void cm_destroy(struct cm_id_private *priv, int err);
 
+/* Destroy an ID whose consumer gave it back (see cm_deliver_locked()). */
+static void cm_destroy_work(struct work_struct *work)
+{
+	struct cm_id_private *priv = container_of(work, struct cm_id_private,
+						  destroy_work);
+
+	cm_destroy(priv, priv->destroy_err);
+}
+
 /*
  * Queue @job's event on @priv and, unless another thread is already
- * delivering, deliver the queue in order.  Consumes @job and the ID lock.
+ * delivering, deliver the queue in order.  Consumes @job and the ID lock;
+ * the caller's references on @priv are its own.
+ *
+ * A non-zero return from the handler gives the ID back to the CM, with
+ * the creation reference: the handler sees no further event, and the ID
+ * is destroyed from cmg.wq rather than here.  Destruction waits for every
+ * other reference, and the caller may hold one (a lookup's), or run in the
+ * MAD layer's worker that has yet to complete the sends holding others.
  */
 static void cm_deliver_locked(struct cm_id_private *priv, struct cm_job *job)
 	__releases(&priv->lock)
@@ -572,20 +588,18 @@ static void cm_deliver_locked(struct cm_id_private *priv, struct cm_job *job)
 
 	lockdep_assert_held(&priv->lock);
 	list_add_tail(&job->node, &priv->events);
-	if (priv->delivering) {
+	if (priv->delivering || priv->abandoned) {
 		spin_unlock_irq(&priv->lock);
 		return;
 	}
 	priv->delivering = true;
 	refcount_inc(&priv->refs);
 
-	for (;;) {
+	while (!ret) {
 		job = list_first_entry_or_null(&priv->events, struct cm_job,
 					       node);
-		if (!job || ret) {
-			priv->delivering = false;
+		if (!job)
 			break;
-		}
 		list_del(&job->node);
 		spin_unlock_irq(&priv->lock);
 
@@ -596,11 +610,16 @@ static void cm_deliver_locked(struct cm_id_private *priv, struct cm_job *job)
 		if (job == &priv->send_err_job)
 			cm_send_err_release(priv, job);
 	}
+	priv->delivering = false;
+	if (ret) {
+		/* Events queued from now on wait for cm_destroy() to free them. */
+		priv->abandoned = true;
+		priv->destroy_err = ret;
+		INIT_WORK(&priv->destroy_work, cm_destroy_work);
+		queue_work(cmg.wq, &priv->destroy_work);
+	}
 	spin_unlock_irq(&priv->lock);
 	cm_id_put(priv);
-	/* A non-zero return asks the CM to destroy the ID for the consumer. */
-	if (ret)
-		cm_destroy(priv, ret);
 }
 
 /* ------------------------------------------------------------------ */

@@ -96,6 +96,11 @@ static u32 cc_serial;
  * @listen: the listener
  * @act: the active cm_id
  * @pas: the cm_id the REQ created; set by cc_handler() under cc_lock
+ * @drop: the next @drop_event of the @drop_active side is answered with
+ *	a non-zero return, which asks the CM to destroy that cm_id
+ * @drop_active: @drop is for the active cm_id, not the passive one
+ * @drop_event: the event @drop waits for
+ * @dropped: the cm_id given back to the CM that way (no longer ours)
  */
 struct cc_conn {
 	enum ib_qp_type type;
@@ -110,6 +115,10 @@ struct cc_conn {
 	struct ib_cm_id *listen;
 	struct ib_cm_id *act;
 	struct ib_cm_id *pas;
+	bool drop;
+	bool drop_active;
+	enum ib_cm_event_type drop_event;
+	struct ib_cm_id *dropped;
 };
 
 /**
@@ -152,6 +161,7 @@ struct cc_conn {
  * @send_status: *_ERROR: status of the failed send
  * @mra_ret: REQ with @mra_on_req: what ib_send_cm_mra() returned
  * @again_ret: REQ_ERROR with @req_again: what ib_send_cm_req() returned
+ * @dropped: the handler returned non-zero for this event
  * @req_pdata: REQ: the whole private data field
  * @service_id: SIDR_REQ: the service ID asked for
  * @sidr_pkey: SIDR_REQ: the P_Key the asker named
@@ -199,6 +209,7 @@ struct cc_event {
 	int send_status;
 	int mra_ret;
 	int again_ret;
+	bool dropped;
 	u8 req_pdata[IB_CM_REQ_PRIVATE_DATA_SIZE];
 	__be64 service_id;
 	u16 sidr_pkey;
@@ -209,8 +220,8 @@ struct cc_event {
 };
 
 /*
- * cc_lock protects cc_events, cc_nevents, cc_lost and every cc_conn.pas and
- * .req_again:
+ * cc_lock protects cc_events, cc_nevents, cc_lost and every cc_conn.pas,
+ * .req_again, .drop and .dropped:
  * the CM's handler threads fill them, the case's thread reads them.
  */
 static DEFINE_SPINLOCK(cc_lock);
@@ -365,6 +376,7 @@ static int cc_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 	struct cc_event e = {};
 	bool claimed = false;
 	bool again = false;
+	bool is_act;
 	unsigned long flags;
 	u8 pd[CC_PDATA];
 
@@ -392,12 +404,23 @@ static int cc_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 		}
 	}
 	spin_lock_irqsave(&cc_lock, flags);
+	is_act = c && id == c->act;
+	if (c && c->drop && ev->event == c->drop_event &&
+	    is_act == c->drop_active) {
+		c->drop = false;
+		c->dropped = id;
+		if (id == c->pas)
+			c->pas = NULL;
+		e.dropped = true;
+	}
 	if (cc_nevents < CC_MAX_EVENTS)
 		cc_events[cc_nevents++] = e;
 	else
 		cc_lost = true;
 	spin_unlock_irqrestore(&cc_lock, flags);
 	wake_up_all(&cc_wq);
+	if (e.dropped)
+		return -ECONNABORTED;
 	return req && !claimed ? -EBUSY : 0;
 }
 
@@ -1107,6 +1130,13 @@ static void cc_end(struct cc_conn *c)
 
 	if (c->listen)
 		ib_destroy_cm_id(c->listen);
+	/* A cm_id given back to the CM is the CM's to destroy. */
+	spin_lock_irqsave(&cc_lock, flags);
+	if (c->act && c->act == c->dropped)
+		c->act = NULL;
+	c->drop = false;
+	c->dropped = NULL;
+	spin_unlock_irqrestore(&cc_lock, flags);
 	pas = cc_passive(c);
 	if (c->act && pas && cc_state(c->act) == IB_CM_ESTABLISHED &&
 	    cc_state(pas) == IB_CM_ESTABLISHED &&
@@ -1774,6 +1804,354 @@ out:
 }
 
 /* ------------------------------------------------------------------ */
+/* A consumer that gives its cm_id back                                */
+
+/*
+ * Answer the next @ev of @c's active (or passive) cm_id with a non-zero
+ * return, which asks the CM to destroy that cm_id for its consumer
+ * (rdma_cm does so for its own consumers, on any event).
+ */
+static void cc_drop_on(struct cc_conn *c, bool active,
+		       enum ib_cm_event_type ev)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&cc_lock, flags);
+	c->drop = true;
+	c->drop_active = active;
+	c->drop_event = ev;
+	spin_unlock_irqrestore(&cc_lock, flags);
+}
+
+/* Where in cc_events @c's cm_id was given back, or -1. */
+static int cc_drop_index(const struct cc_conn *c)
+{
+	unsigned long flags;
+	unsigned int i;
+	int at = -1;
+
+	spin_lock_irqsave(&cc_lock, flags);
+	for (i = 0; i < cc_nevents && at < 0; i++)
+		if (cc_events[i].conn == c && cc_events[i].dropped)
+			at = i;
+	spin_unlock_irqrestore(&cc_lock, flags);
+	return at;
+}
+
+static bool cc_wait_dropped(const struct cc_conn *c)
+{
+	wait_event_timeout(cc_wq, cc_drop_index(c) >= 0,
+			   msecs_to_jiffies(CC_WAIT_MS));
+	if (cc_drop_index(c) >= 0)
+		return true;
+	IBST_FAIL("no event %d on the %s side within %d ms", c->drop_event,
+		  c->drop_active ? "active" : "passive", CC_WAIT_MS);
+	return false;
+}
+
+/*
+ * After a cm_id was given back: it gets no further event, and the CM is
+ * still at work (neither its workers nor the MAD layer's wait on the
+ * destruction): a new connection on the port is made, taken down and
+ * leaves TimeWait.
+ */
+static void cc_after_drop(struct cc_conn *c)
+{
+	struct cc_conn *probe = &cc_conns[1];
+	int at = cc_drop_index(c);
+	struct ib_cm_id *id;
+	unsigned long flags;
+
+	if (at < 0)
+		return;
+	msleep(CC_QUIET_MS);
+	spin_lock_irqsave(&cc_lock, flags);
+	id = cc_events[at].id;
+	spin_unlock_irqrestore(&cc_lock, flags);
+	IBST_EXPECT_EQ(cc_count(c, id, CC_ANY, at + 1, NULL), 0);
+
+	cc_conn_init(probe, IB_QPT_RC, CC_PLT);
+	if (cc_establish(probe))
+		cc_disconnect_checked(probe, true);
+	cc_end(probe);
+}
+
+/* The passive side gives its cm_id back at the REQ: it is rejected. */
+static void test_drop_on_req(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+	struct cc_event e;
+
+	cc_conn_init(c, IB_QPT_RC, CC_PLT);
+	cc_drop_on(c, false, IB_CM_REQ_RECEIVED);
+	if (!cc_listen(c) || !cc_send_req(c) || !cc_wait_dropped(c) ||
+	    !cc_wait(c, c->act, IB_CM_REJ_RECEIVED, &e))
+		goto out;
+	IBST_EXPECT_EQ(e.rej_reason, IB_CM_REJ_CONSUMER_DEFINED);
+	cc_after_drop(c);
+out:
+	cc_end(c);
+}
+
+/* The active side gives its cm_id back at the REP: the REP is rejected. */
+static void test_drop_on_rep(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+	struct cc_event e;
+
+	cc_conn_init(c, IB_QPT_RC, CC_PLT);
+	cc_drop_on(c, true, IB_CM_REP_RECEIVED);
+	if (!cc_listen(c) || !cc_send_req(c) ||
+	    !cc_wait(c, NULL, IB_CM_REQ_RECEIVED, NULL) || !cc_passive(c))
+		goto out;
+	IBST_EXPECT_EQ(ib_send_cm_rep(c->pas, &c->rep), 0);
+	if (!cc_wait_dropped(c) ||
+	    !cc_wait(c, c->pas, IB_CM_REJ_RECEIVED, &e))
+		goto out;
+	IBST_EXPECT_EQ(e.rej_reason, IB_CM_REJ_CONSUMER_DEFINED);
+	cc_after_drop(c);
+out:
+	cc_end(c);
+}
+
+/*
+ * The passive side gives its cm_id back when the RTU establishes it: the
+ * CM disconnects for it.
+ */
+static void test_drop_on_rtu(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+
+	cc_conn_init(c, IB_QPT_RC, CC_PLT);
+	cc_drop_on(c, false, IB_CM_RTU_RECEIVED);
+	if (!cc_listen(c) || !cc_send_req(c) ||
+	    !cc_wait(c, NULL, IB_CM_REQ_RECEIVED, NULL) || !cc_passive(c))
+		goto out;
+	IBST_EXPECT_EQ(ib_send_cm_rep(c->pas, &c->rep), 0);
+	if (!cc_wait(c, c->act, IB_CM_REP_RECEIVED, NULL))
+		goto out;
+	IBST_EXPECT_EQ(ib_send_cm_rtu(c->act, NULL, 0), 0);
+	if (!cc_wait_dropped(c) ||
+	    !cc_wait(c, c->act, IB_CM_DREQ_RECEIVED, NULL))
+		goto out;
+	IBST_EXPECT_EQ(ib_send_cm_drep(c->act, NULL, 0), 0);
+	cc_after_drop(c);
+out:
+	cc_end(c);
+}
+
+/*
+ * The passive side gives its cm_id back when it is established by the
+ * QP's first packet (ib_cm_notify()) instead of the RTU.
+ */
+static void test_drop_on_user_established(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+
+	cc_conn_init(c, IB_QPT_RC, CC_PLT);
+	cc_drop_on(c, false, IB_CM_USER_ESTABLISHED);
+	if (!cc_listen(c) || !cc_send_req(c) ||
+	    !cc_wait(c, NULL, IB_CM_REQ_RECEIVED, NULL) || !cc_passive(c))
+		goto out;
+	IBST_EXPECT_EQ(ib_send_cm_rep(c->pas, &c->rep), 0);
+	if (!cc_wait(c, c->act, IB_CM_REP_RECEIVED, NULL))
+		goto out;
+	IBST_EXPECT_EQ(ib_cm_notify(c->pas, IB_EVENT_COMM_EST), 0);
+	if (cc_wait_dropped(c))
+		cc_after_drop(c);
+out:
+	cc_end(c);
+}
+
+/* The active side gives its cm_id back at the peer's DREQ: DREP for it. */
+static void test_drop_on_dreq(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+
+	cc_conn_init(c, IB_QPT_RC, CC_PLT);
+	cc_drop_on(c, true, IB_CM_DREQ_RECEIVED);
+	if (!cc_establish(c))
+		goto out;
+	IBST_EXPECT_EQ(ib_send_cm_dreq(c->pas, NULL, 0), 0);
+	if (cc_wait_dropped(c) &&
+	    cc_wait(c, c->pas, IB_CM_DREP_RECEIVED, NULL))
+		cc_after_drop(c);
+out:
+	cc_end(c);
+}
+
+/* The active side gives its cm_id back at the DREP, in TimeWait. */
+static void test_drop_on_drep(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+
+	cc_conn_init(c, IB_QPT_RC, CC_PLT);
+	cc_drop_on(c, true, IB_CM_DREP_RECEIVED);
+	if (!cc_establish(c))
+		goto out;
+	IBST_EXPECT_EQ(ib_send_cm_dreq(c->act, NULL, 0), 0);
+	if (!cc_wait(c, c->pas, IB_CM_DREQ_RECEIVED, NULL))
+		goto out;
+	IBST_EXPECT_EQ(ib_send_cm_drep(c->pas, NULL, 0), 0);
+	if (cc_wait_dropped(c))
+		cc_after_drop(c);
+out:
+	cc_end(c);
+}
+
+/* The active side gives its cm_id back when TimeWait ends. */
+static void test_drop_on_timewait_exit(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+
+	cc_conn_init(c, IB_QPT_RC, CC_PLT);
+	cc_drop_on(c, true, IB_CM_TIMEWAIT_EXIT);
+	if (!cc_establish(c))
+		goto out;
+	IBST_EXPECT_EQ(ib_send_cm_dreq(c->act, NULL, 0), 0);
+	if (!cc_wait(c, c->pas, IB_CM_DREQ_RECEIVED, NULL))
+		goto out;
+	IBST_EXPECT_EQ(ib_send_cm_drep(c->pas, NULL, 0), 0);
+	if (cc_wait_dropped(c))
+		cc_after_drop(c);
+out:
+	cc_end(c);
+}
+
+/* The active side gives its cm_id back when its REQ is rejected. */
+static void test_drop_on_rej(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+
+	cc_conn_init(c, IB_QPT_RC, CC_PLT);
+	cc_drop_on(c, true, IB_CM_REJ_RECEIVED);
+	if (!cc_listen(c) || !cc_send_req(c) ||
+	    !cc_wait(c, NULL, IB_CM_REQ_RECEIVED, NULL) || !cc_passive(c))
+		goto out;
+	IBST_EXPECT_EQ(ib_send_cm_rej(c->pas, IB_CM_REJ_CONSUMER_DEFINED,
+				      NULL, 0, NULL, 0), 0);
+	if (cc_wait_dropped(c))
+		cc_after_drop(c);
+out:
+	cc_end(c);
+}
+
+/*
+ * The active side gives its cm_id back at the MRA for its REQ: the CM
+ * tells the passive side that the active one stopped waiting.
+ */
+static void test_drop_on_mra(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+	struct cc_event e;
+
+	cc_conn_init_fast(c);
+	c->mra_on_req = true;
+	cc_drop_on(c, true, IB_CM_MRA_RECEIVED);
+	if (!cc_listen(c) || !cc_send_req(c) || !cc_wait_dropped(c) ||
+	    !cc_wait(c, c->pas, IB_CM_REJ_RECEIVED, &e))
+		goto out;
+	IBST_EXPECT_EQ(e.rej_reason, IB_CM_REJ_TIMEOUT);
+	cc_after_drop(c);
+out:
+	cc_end(c);
+}
+
+/*
+ * The active side gives its cm_id back when its REQ times out; this
+ * report comes from the MAD layer's send completion, whose worker must
+ * go on: the next unanswered REQ times out too.
+ */
+static void test_drop_on_req_error(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+
+	cc_conn_init_fast(c);
+	cc_drop_on(c, true, IB_CM_REQ_ERROR);
+	if (!cc_listen(c) || !cc_send_req(c) || !cc_wait_dropped(c))
+		goto out;
+	cc_after_drop(c);
+	cc_end(c);
+	cc_conn_init_fast(c);
+	if (cc_listen(c) && cc_send_req(c))
+		cc_wait(c, c->act, IB_CM_REQ_ERROR, NULL);
+out:
+	cc_end(c);
+}
+
+/* The passive side gives its cm_id back when its REP times out. */
+static void test_drop_on_rep_error(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+
+	cc_conn_init_fast(c);
+	c->req.local_cm_response_timeout = CC_FAST_RESP;
+	cc_drop_on(c, false, IB_CM_REP_ERROR);
+	if (!cc_listen(c) || !cc_send_req(c) ||
+	    !cc_wait(c, NULL, IB_CM_REQ_RECEIVED, NULL) || !cc_passive(c))
+		goto out;
+	IBST_EXPECT_EQ(ib_send_cm_rep(c->pas, &c->rep), 0);
+	/* The active side leaves the REP unanswered. */
+	if (cc_wait_dropped(c))
+		cc_after_drop(c);
+out:
+	cc_end(c);
+}
+
+/* The active side gives its cm_id back when its DREQ times out. */
+static void test_drop_on_dreq_error(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+
+	cc_conn_init_fast(c);
+	cc_drop_on(c, true, IB_CM_DREQ_ERROR);
+	if (!cc_establish(c))
+		goto out;
+	IBST_EXPECT_EQ(ib_send_cm_dreq(c->act, NULL, 0), 0);
+	/* The passive side leaves the DREQ unanswered. */
+	if (cc_wait(c, c->pas, IB_CM_DREQ_RECEIVED, NULL) &&
+	    cc_wait_dropped(c))
+		cc_after_drop(c);
+out:
+	cc_end(c);
+}
+
+/* The asker gives its cm_id back at the SIDR_REP. */
+static void test_drop_on_sidr_rep(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+	struct ib_cm_sidr_rep_param rp = {
+		.qp_num = 0x4a5b6e,
+		.qkey = 0x1234abcf,
+		.status = IB_SIDR_SUCCESS,
+	};
+
+	cc_conn_init(c, IB_QPT_UD, CC_PLT);
+	cc_drop_on(c, true, IB_CM_SIDR_REP_RECEIVED);
+	if (!cc_listen(c) || !cc_sidr_ask(c) || !cc_sidr_asked(c))
+		goto out;
+	IBST_EXPECT_EQ(ib_send_cm_sidr_rep(c->pas, &rp), 0);
+	if (cc_wait_dropped(c))
+		cc_after_drop(c);
+out:
+	cc_end(c);
+}
+
+/* The asker gives its cm_id back when its SIDR_REQ times out. */
+static void test_drop_on_sidr_req_error(void)
+{
+	struct cc_conn *c = &cc_conns[0];
+
+	cc_conn_init(c, IB_QPT_UD, CC_PLT);
+	cc_drop_on(c, true, IB_CM_SIDR_REQ_ERROR);
+	/* The listener's new cm_id leaves the SIDR_REQ unanswered. */
+	if (cc_listen(c) && cc_sidr_ask(c) && cc_sidr_asked(c) &&
+	    cc_wait_dropped(c))
+		cc_after_drop(c);
+	cc_end(c);
+}
+
+/* ------------------------------------------------------------------ */
 /* Device                                                              */
 
 /*
@@ -1884,6 +2262,20 @@ static const struct ibst_case cc_cases[] = {
 	{ "sidr_no_listener", test_sidr_no_listener },
 	{ "sidr_listener_rejects", test_sidr_listener_rejects },
 	{ "sidr_destroy_rejects", test_sidr_destroy_rejects },
+	{ "drop_on_req", test_drop_on_req },
+	{ "drop_on_rep", test_drop_on_rep },
+	{ "drop_on_rtu", test_drop_on_rtu },
+	{ "drop_on_user_established", test_drop_on_user_established },
+	{ "drop_on_dreq", test_drop_on_dreq },
+	{ "drop_on_drep", test_drop_on_drep },
+	{ "drop_on_timewait_exit", test_drop_on_timewait_exit },
+	{ "drop_on_rej", test_drop_on_rej },
+	{ "drop_on_mra", test_drop_on_mra },
+	{ "drop_on_req_error", test_drop_on_req_error },
+	{ "drop_on_rep_error", test_drop_on_rep_error },
+	{ "drop_on_dreq_error", test_drop_on_dreq_error },
+	{ "drop_on_sidr_rep", test_drop_on_sidr_rep },
+	{ "drop_on_sidr_req_error", test_drop_on_sidr_req_error },
 	{}
 };
 

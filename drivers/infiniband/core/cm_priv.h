@@ -134,7 +134,8 @@ struct cm_id_private {
 
 	/*
 	 * Protects id.state, id.lap_state, av, alt_av, msg, tw, events,
-	 * delivering and all negotiated connection parameters below.
+	 * delivering, abandoned and all negotiated connection parameters
+	 * below.
 	 * Never taken inside cmg.lock; cmg.lock may be taken inside it.
 	 */
 	spinlock_t lock;
@@ -160,6 +161,14 @@ struct cm_id_private {
 	struct cm_tw *tw;
 	struct list_head events;
 	bool delivering;
+	/*
+	 * Set (lock: ->lock) when the handler returned non-zero: the
+	 * consumer has given the ID back, no event reaches the handler any
+	 * more, and destroy_work destroys the ID with destroy_err.
+	 */
+	bool abandoned;
+	int destroy_err;
+	struct work_struct destroy_work;
 
 	/* Paths to the peer. */
 	struct cm_av av;

@@ -109,6 +109,14 @@ static unsigned int rx_nevents;
 static struct ib_cm_id *rx_unclaimed[RX_MAX_NEW];
 static unsigned int rx_nunclaimed;
 static DECLARE_WAIT_QUEUE_HEAD(rx_wq);
+/*
+ * Also under rx_lock: the next event of type rx_drop_type is answered
+ * with a non-zero return, which gives its cm_id back to the CM to
+ * destroy; rx_dropped is that cm_id and rx_drop_at its event's index.
+ */
+static int rx_drop_type = -1;
+static struct ib_cm_id *rx_dropped;
+static unsigned int rx_drop_at;
 
 static void rx_note(struct rx_event *e, const struct ib_cm_event *ev)
 {
@@ -186,7 +194,12 @@ static int rx_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 		e->type = ev->event;
 		rx_note(e, ev);
 	}
-	if (ev->event == IB_CM_REQ_RECEIVED ||
+	if (ev->event == rx_drop_type) {
+		rx_drop_type = -1;
+		rx_dropped = id;
+		rx_drop_at = rx_nevents - 1;
+		ret = -ECONNABORTED;
+	} else if (ev->event == IB_CM_REQ_RECEIVED ||
 	    ev->event == IB_CM_SIDR_REQ_RECEIVED) {
 		/* No room to track it: let the CM destroy it. */
 		if (rx_nunclaimed < RX_MAX_NEW)
@@ -1663,6 +1676,181 @@ out:
 	IBST_EXPECT(rx_lap_switch(false));
 }
 
+/* ------------------------------------------------------------------ */
+/* A consumer that gives its cm_id back                                */
+
+/* Answer the next @type event with a non-zero return. */
+static void rx_drop_on(enum ib_cm_event_type type)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&rx_lock, flags);
+	rx_drop_type = type;
+	rx_dropped = NULL;
+	spin_unlock_irqrestore(&rx_lock, flags);
+}
+
+static struct ib_cm_id *rx_dropped_id(void)
+{
+	struct ib_cm_id *id;
+	unsigned long flags;
+
+	spin_lock_irqsave(&rx_lock, flags);
+	id = rx_dropped;
+	spin_unlock_irqrestore(&rx_lock, flags);
+	return id;
+}
+
+/*
+ * @id was given back with @type: the CM destroys it without further help,
+ * while the thread that delivered the event goes on.  Seen from here: the
+ * device references of its address vectors come back (down to @refs) and
+ * no later event reaches it.  Only then are ib_cm's workers flushed, which
+ * would wait for ever on a destruction stuck in one of them.
+ */
+static void rx_drop_done(struct ib_cm_id *id, enum ib_cm_event_type type,
+			 long refs)
+{
+	unsigned int i, later = 0, ms;
+	unsigned long flags;
+
+	wait_event_timeout(rx_wq, rx_dropped_id() == id,
+			   msecs_to_jiffies(RX_WAIT_MS));
+	if (rx_dropped_id() != id) {
+		IBST_FAIL("no event %d to give the cm_id back with", type);
+		rx_drop_on(-1);
+		return;
+	}
+	for (ms = 0; ms < RX_WAIT_MS && rx_dev_refs() > refs; ms += 20)
+		msleep(20);
+	IBST_EXPECT_EQ(rx_dev_refs(), refs);
+	if (rx_dev_refs() != refs)
+		return;
+	rx_quiesce();
+	spin_lock_irqsave(&rx_lock, flags);
+	for (i = rx_drop_at + 1; i < rx_nevents; i++)
+		later += rx_events[i].id == id;
+	spin_unlock_irqrestore(&rx_lock, flags);
+	IBST_EXPECT_EQ(later, 0);
+}
+
+/* Given back at the RTU that establishes it (the CM then disconnects). */
+static void test_drop_on_rtu(void)
+{
+	long refs = rx_dev_refs(), dreqs = rx_ctr(CM_CTR_TX, CM_DREQ_ATTR_ID);
+	struct rx_passive c;
+
+	IBST_EXPECT(rx_passive_req(&c) && !rx_passive_rep(&c));
+	if (ibst_case_failed())
+		goto out;
+	rx_drop_on(IB_CM_RTU_RECEIVED);
+	IBST_EXPECT(!rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'u'));
+	rx_drop_done(c.id, IB_CM_RTU_RECEIVED, refs);
+	c.id = NULL;
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_DREQ_ATTR_ID, dreqs));
+out:
+	rx_passive_end(&c);
+}
+
+/* Given back at the peer's DREQ (the CM answers it with a DREP). */
+static void test_drop_on_dreq(void)
+{
+	long refs = rx_dev_refs(), dreps = rx_ctr(CM_CTR_TX, CM_DREP_ATTR_ID);
+	struct rx_passive c;
+
+	IBST_EXPECT(rx_passive_connect(&c));
+	if (ibst_case_failed())
+		goto out;
+	rx_drop_on(IB_CM_DREQ_RECEIVED);
+	IBST_EXPECT(!rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'x'));
+	rx_drop_done(c.id, IB_CM_DREQ_RECEIVED, refs);
+	c.id = NULL;
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_DREP_ATTR_ID, dreps));
+out:
+	rx_passive_end(&c);
+}
+
+/* Given back at a LAP (the LAP rules run through the test switch). */
+static void test_drop_on_lap(void)
+{
+	struct rx_passive c;
+	struct cmc_path alt;
+	long refs;
+
+	IBST_EXPECT(rx_lap_switch(true));
+	refs = rx_dev_refs();
+	IBST_EXPECT(rx_passive_connect(&c));
+	if (ibst_case_failed())
+		goto out;
+	rx_drop_on(IB_CM_LAP_RECEIVED);
+	rx_lap_path(&alt);
+	IBST_EXPECT(!rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'L'));
+	rx_drop_done(c.id, IB_CM_LAP_RECEIVED, refs);
+	c.id = NULL;
+out:
+	rx_passive_end(&c);
+	IBST_EXPECT(rx_lap_switch(false));
+}
+
+/* Given back when ib_cm_notify() establishes it. */
+static void test_drop_on_user_established(void)
+{
+	long refs = rx_dev_refs();
+	struct rx_passive c;
+
+	IBST_EXPECT(rx_passive_req(&c) && !rx_passive_rep(&c));
+	if (ibst_case_failed())
+		goto out;
+	rx_drop_on(IB_CM_USER_ESTABLISHED);
+	IBST_EXPECT_EQ(ib_cm_notify(c.id, IB_EVENT_COMM_EST), 0);
+	rx_drop_done(c.id, IB_CM_USER_ESTABLISHED, refs);
+	c.id = NULL;
+out:
+	rx_passive_end(&c);
+}
+
+/* Given back when TimeWait ends (reported by the TimeWait timer). */
+static void test_drop_on_timewait_exit(void)
+{
+	long refs = rx_dev_refs();
+	struct rx_active c;
+
+	IBST_EXPECT(rx_active_connect(&c, false));
+	if (ibst_case_failed())
+		goto out;
+	rx_drop_on(IB_CM_TIMEWAIT_EXIT);
+	IBST_EXPECT(!ib_send_cm_dreq(c.id, NULL, 0));
+	IBST_EXPECT(!rx_send_ids(CM_DREP_ATTR_ID, &c.peer, c.id, 'Z'));
+	rx_drop_done(c.id, IB_CM_TIMEWAIT_EXIT, refs);
+	c.id = NULL;
+out:
+	rx_active_end(&c);
+}
+
+/*
+ * Given back when the DREQ times out: reported from the MAD layer's send
+ * completion, whose worker completes the sends the destruction waits for.
+ */
+static void test_drop_on_dreq_error(void)
+{
+	long refs = rx_dev_refs();
+	struct rx_active c;
+
+	IBST_EXPECT(rx_active_req(&c, 16, 0, false));
+	if (ibst_case_failed())
+		goto out;
+	IBST_EXPECT(!rx_send_rep(&c.peer, c.id, 'p', 0, 0));
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(c.id, IB_CM_REP_RECEIVED, NULL));
+	IBST_EXPECT(!ib_send_cm_rtu(c.id, NULL, 0));
+	rx_drop_on(IB_CM_DREQ_ERROR);
+	IBST_EXPECT(!ib_send_cm_dreq(c.id, NULL, 0));
+	rx_drop_done(c.id, IB_CM_DREQ_ERROR, refs);
+	c.id = NULL;
+out:
+	rx_active_end(&c);
+}
+
 /*
  * A new REQ from a peer QP that is still connected to us: refuse it as
  * stale and disconnect the old connection.
@@ -2093,6 +2281,12 @@ static const struct ibst_case cm_rx_cases[] = {
 	{ "sidr_req_unanswered_rejected", test_sidr_req_unanswered_rejected },
 	{ "dup_sidr_req_counted_and_dropped", test_dup_sidr_req },
 	{ "sidr_rep_event_fields_and_unknown_dropped", test_sidr_rep },
+	{ "drop_on_rtu_destroys_and_disconnects", test_drop_on_rtu },
+	{ "drop_on_dreq_destroys_and_answers", test_drop_on_dreq },
+	{ "drop_on_lap_destroys", test_drop_on_lap },
+	{ "drop_on_user_established_destroys", test_drop_on_user_established },
+	{ "drop_on_timewait_exit_destroys", test_drop_on_timewait_exit },
+	{ "drop_on_dreq_error_destroys", test_drop_on_dreq_error },
 	{}
 };
 
