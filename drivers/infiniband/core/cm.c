@@ -917,6 +917,21 @@ static void cm_sidr_unlink(struct cm_id_private *priv)
 }
 
 /*
+ * Take a listener out of the listen tree.  Done in the same cmg.lock hold
+ * that drops its last share, so that cm_listen_insert() never shares a
+ * listener that is on its way out.
+ */
+static void cm_listen_unlink(struct cm_id_private *priv)
+{
+	lockdep_assert_held(&cmg.lock);
+	priv->listen_shares = 0;
+	if (RB_EMPTY_NODE(&priv->listen_node))
+		return;
+	rb_erase(&priv->listen_node, &cmg.listen_tree);
+	RB_CLEAR_NODE(&priv->listen_node);
+}
+
+/*
  * One step of leaving the current state, telling the peer what IBTA asks
  * for (DREQ, DREP, REJ, SIDR_REP).  Some steps end in TimeWait, which the
  * next step turns into IDLE.
@@ -964,9 +979,7 @@ static void cm_leave_step(struct cm_id_private *priv, int err)
 		priv->id.state = IB_CM_IDLE;
 	} else if (st == IB_CM_LISTEN) {
 		spin_lock(&cmg.lock);
-		rb_erase(&priv->listen_node, &cmg.listen_tree);
-		RB_CLEAR_NODE(&priv->listen_node);
-		priv->listen_shares = 0;
+		cm_listen_unlink(priv);
 		spin_unlock(&cmg.lock);
 		priv->id.state = IB_CM_IDLE;
 	}
@@ -997,6 +1010,8 @@ static void cm_destroy(struct cm_id_private *priv, int err)
 
 		spin_lock(&cmg.lock);
 		shared = --priv->listen_shares > 0;
+		if (!shared)
+			cm_listen_unlink(priv);
 		spin_unlock(&cmg.lock);
 		if (shared) {
 			spin_unlock_irq(&priv->lock);

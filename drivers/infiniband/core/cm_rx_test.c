@@ -38,6 +38,7 @@
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/delay.h>
+#include <linux/kthread.h>
 #include <linux/wait.h>
 #include <net/ipv6.h>
 #include <rdma/ib_cm.h>
@@ -1851,6 +1852,102 @@ out:
 	rx_active_end(&c);
 }
 
+/* ------------------------------------------------------------------ */
+/* Shared listeners                                                    */
+
+#define RX_SHARE_ROUNDS	20000
+
+struct rx_sharer {
+	atomic_t *ready;
+	struct completion done;
+	__be64 sid;
+	unsigned int shared;
+	unsigned int not_listening;
+	int err;
+};
+
+static int rx_share_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
+{
+	return 0;
+}
+
+/*
+ * Take a share of the service ID's listener and give it back, again and
+ * again; every listener handed out must be listening.
+ */
+static int rx_sharer_fn(void *arg)
+{
+	struct rx_sharer *s = arg;
+	struct ib_cm_id *id;
+	unsigned int i;
+
+	/* Start together, so that the two loops overlap. */
+	atomic_inc(s->ready);
+	while (atomic_read(s->ready) < 2)
+		cond_resched();
+	for (i = 0; i < RX_SHARE_ROUNDS && !s->err; i++) {
+		id = ib_cm_insert_listen(rx_dev, rx_share_handler, s->sid);
+		if (IS_ERR(id)) {
+			s->err = PTR_ERR(id);
+			break;
+		}
+		if (READ_ONCE(id->state) != IB_CM_LISTEN)
+			s->not_listening++;
+		if (refcount_read(&container_of(id, struct cm_id_private,
+						id)->refs) > 1)
+			s->shared++;
+		ib_destroy_cm_id(id);
+		cond_resched();
+	}
+	complete(&s->done);
+	return 0;
+}
+
+/*
+ * ib_cm_insert_listen() from two threads on one service ID: a thread
+ * either creates the listener or shares the other's, and the last share
+ * takes it out of the listen tree in the same step that drops the share,
+ * so a listener on its way out is never shared (it would get no REQ, and
+ * its sharer's destroy would destroy it a second time).  Afterwards the
+ * service ID is free for an exclusive listener again.
+ */
+static void test_shared_listener_race(void)
+{
+	struct rx_sharer s[2] = {};
+	struct task_struct *t[2];
+	atomic_t ready = ATOMIC_INIT(0);
+	struct ib_cm_id *id;
+	__be64 sid = rx_sid();
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		s[i].ready = &ready;
+		init_completion(&s[i].done);
+		s[i].sid = sid;
+		t[i] = kthread_run(rx_sharer_fn, &s[i], "cm_rx_share%d", i);
+		if (IS_ERR(t[i])) {
+			IBST_FAIL("kthread_run: %ld", PTR_ERR(t[i]));
+			s[i].err = PTR_ERR(t[i]);
+			atomic_inc(&ready);
+			complete(&s[i].done);
+		}
+	}
+	for (i = 0; i < 2; i++) {
+		wait_for_completion(&s[i].done);
+		ibst_diag("thread %d: %u of %u rounds shared", i, s[i].shared,
+			  RX_SHARE_ROUNDS);
+		IBST_EXPECT_EQ(s[i].err, 0);
+		IBST_EXPECT_EQ(s[i].not_listening, 0);
+	}
+	id = ib_create_cm_id(rx_dev, rx_handler, NULL);
+	if (IS_ERR(id)) {
+		IBST_FAIL("ib_create_cm_id: %ld", PTR_ERR(id));
+		return;
+	}
+	IBST_EXPECT_EQ(ib_cm_listen(id, sid), 0);
+	ib_destroy_cm_id(id);
+}
+
 /*
  * A new REQ from a peer QP that is still connected to us: refuse it as
  * stale and disconnect the old connection.
@@ -2287,6 +2384,7 @@ static const struct ibst_case cm_rx_cases[] = {
 	{ "drop_on_user_established_destroys", test_drop_on_user_established },
 	{ "drop_on_timewait_exit_destroys", test_drop_on_timewait_exit },
 	{ "drop_on_dreq_error_destroys", test_drop_on_dreq_error },
+	{ "shared_listener_race", test_shared_listener_race },
 	{}
 };
 
