@@ -7,9 +7,12 @@
 #          (client and server are stopped with SIGSTOP once both sides
 #          have all of them, so nothing disconnects on its own);
 #   setup  while cmtime is connecting REMOVE_SETUP (500) connections:
-#          0 to 0.4 s (by round) after it starts its connect phase, which
-#          lasts seconds under TCG (~230 REPs/s seen on a quiet host); the
-#          REPs seen by then must be fewer than the connections.
+#          once 1, 51, 101, 151 or 201 (by round) of its REPs have come
+#          in, polled every 50 ms by the shell at real-time priority (a
+#          delay by the clock landed after the connect phase on a loaded
+#          host, and a plain shell is starved by cmtime and the CM's work
+#          under TCG); the REPs seen at the removal must be fewer than the
+#          connections.
 # rxe cannot take user contexts away (no disassociate), so the removal
 # waits in the verbs layer for the processes; they are killed once rdma_cm
 # has given up its ids, which is what removal must survive.  Rounds:
@@ -41,6 +44,19 @@ reps() {
 	echo $((all - dup))
 }
 
+
+# wait_reps N PID: until N REPs were counted, while PID lives (300 s at
+# most by the clock); polled often, so that the removal lands early in
+# the connect phase however fast the guest runs.
+wait_reps() {
+	local end=$(($(date +%s) + 300))
+
+	while [ "$(reps)" -lt "$1" ]; do
+		kill -0 "$2" 2> /dev/null || return 1
+		[ "$(date +%s)" -lt "$end" ] || return 1
+		sleep 0.05
+	done
+}
 
 # connected: cm_ids rdma_cm has in the connected state.
 connected() {
@@ -146,30 +162,32 @@ round_live() {
 
 # One removal while cmtime is setting connections up.
 round_setup() {
-	local round=$1 port=$((PORT + 2 * $1 + 1)) spid cpid rep0 delay n
+	local round=$1 port=$((PORT + 2 * $1 + 1)) spid cpid rep0 want n
 
 	rep0=$(reps)
-	# How far into the connect phase to pull the device.
-	delay=0.$((round % 5))
+	# How far into the connect phase to pull the device, in REPs.
+	want=$((1 + (round % 5) * NSETUP / 10))
 	cmtime -b "$MY_IP" -p "$port" > /tmp/setup-server.out 2>&1 &
 	spid=$!
 	by_clock 120 "$spid" listening "$port" || setup_bad="$setup_bad $round:nolisten"
 	stdbuf -oL cmtime -s "$MY_IP" -p "$port" -c "$NSETUP" \
 		> /tmp/setup-client.out 2>&1 &
 	cpid=$!
-	if by_clock 300 "$cpid" grep -q '^connecting' /tmp/setup-client.out; then
-		sleep "$delay"
-	else
-		setup_bad="$setup_bad $round:noconnect"
+	# Watch (and remove) at real-time priority; cmtime is not affected.
+	chrt -f -p 10 $$
+	if ! wait_reps $((rep0 + want)) "$cpid"; then
+		setup_bad="$setup_bad $round:noprogress"
 	fi
 	n=$(($(reps) - rep0))
-	echo "# round $round setup: removal ${delay}s into the connect" \
-		"phase, after $n REPs"
+	echo "# round $round setup: removal after $n REPs (at $want wanted)"
 	[ "$n" -gt "$setup_max" ] && setup_max=$n
 	if ! kill -0 "$cpid" 2> /dev/null || [ "$n" -ge "$NSETUP" ]; then
 		setup_bad="$setup_bad $round:setupover"
 	fi
 	remove_rxe "$round" setup "$spid" "$cpid"
+	chrt -o -p 0 $$
+	grep -q '^connecting' /tmp/setup-client.out ||
+		setup_bad="$setup_bad $round:noconnect"
 	# cmtime 44's server may die of SIGSEGV here (bash reports it above):
 	# once its event channel fails it frees a node array that only its
 	# client has.  A user-space bug; the kernel log is what counts.
