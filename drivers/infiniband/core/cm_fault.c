@@ -19,9 +19,12 @@
  *
  * A sweep writes N = 1, 2, ... and runs a scenario each time, until a run
  * ends with the countdown unfired: that run met no fault and must succeed.
+ * A test module sweeps the same way with cm_fault_arm() and
+ * cm_fault_disarm() (cm_test_hook.h).
  */
 #include <linux/atomic.h>
 #include <linux/debugfs.h>
+#include <linux/export.h>
 #include <linux/seq_file.h>
 #include <linux/spinlock.h>
 #include <linux/stacktrace.h>
@@ -29,6 +32,7 @@
 
 #include "cm_fault.h"
 #include "cm_priv.h"
+#include "cm_test_hook.h"
 
 /* countdown to the failing allocation; 0 = disarmed */
 static atomic_t cm_fail_nth = ATOMIC_INIT(0);
@@ -76,6 +80,30 @@ bool cm_fault(void)
 	}
 	return false;
 }
+
+/**
+ * cm_fault_arm() - arm the countdown from a test module
+ * @nth: the allocation to fail, counting from 1 from now on; 0 disarms
+ *
+ * The same countdown as <debugfs>/ib_cm/fail_nth.
+ */
+void cm_fault_arm(int nth)
+{
+	atomic_set(&cm_fail_nth, nth);
+}
+EXPORT_SYMBOL_NS_GPL(cm_fault_arm, IB_CM_TEST);
+
+/**
+ * cm_fault_disarm() - disarm the countdown
+ *
+ * Return: what was left of it: 0 when the armed allocation failed (or
+ * nothing was armed), else how many more attempts it would have let pass.
+ */
+int cm_fault_disarm(void)
+{
+	return atomic_xchg(&cm_fail_nth, 0);
+}
+EXPORT_SYMBOL_NS_GPL(cm_fault_disarm, IB_CM_TEST);
 
 static int cm_fault_ids_get(void *data, u64 *val)
 {

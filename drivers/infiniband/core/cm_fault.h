@@ -6,9 +6,12 @@
  * CONFIG_INFINIBAND_CM_TEST) every site where ib_cm allocates on the
  * connect, accept, reject, disconnect and SIDR paths asks cm_fault()
  * first and, when it answers true, behaves as if the allocation had
- * failed.  The kernel's own fail-nth counts per task; ib_cm allocates in
- * MAD handlers and its workqueue as much as in the caller's task, so this
- * counter is global.  Other builds compile every call to "false".
+ * failed.  So does each step of adding a device that can fail: the
+ * device's allocation and, per port, its counter groups, its MAD agent
+ * and the setting of its CM capability bit.  The kernel's own fail-nth
+ * counts per task; ib_cm allocates in MAD handlers and its workqueue as
+ * much as in the caller's task, so this counter is global.  Other builds
+ * compile every call to "false".
  */
 #ifndef _CM_FAULT_H
 #define _CM_FAULT_H

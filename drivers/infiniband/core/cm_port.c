@@ -18,6 +18,7 @@
 #include <linux/slab.h>
 #include <linux/wait_bit.h>
 
+#include "cm_fault.h"
 #include "cm_priv.h"
 
 static int cm_add_one(struct ib_device *ibdev);
@@ -134,13 +135,15 @@ static int cm_port_setup(struct cm_port *port)
 
 	set_bit(IB_MGMT_METHOD_SEND, reg.method_mask);
 
-	ret = ib_port_register_client_groups(ibdev, port->num,
+	ret = cm_fault() ? -ENOMEM :
+	      ib_port_register_client_groups(ibdev, port->num,
 					     cm_counter_groups);
 	if (ret)
 		return ret;
 	port->groups_added = true;
 
-	agent = ib_register_mad_agent(ibdev, port->num, IB_QPT_GSI, &reg, 0,
+	agent = cm_fault() ? ERR_PTR(-ENOMEM) :
+		ib_register_mad_agent(ibdev, port->num, IB_QPT_GSI, &reg, 0,
 				      cm_mad_send_handler, cm_mad_recv_handler,
 				      port, 0);
 	if (IS_ERR(agent)) {
@@ -152,7 +155,7 @@ static int cm_port_setup(struct cm_port *port)
 	write_unlock_irq(&port->dev->agent_lock);
 	port->active = true;
 
-	ret = ib_modify_port(ibdev, port->num, 0, &set);
+	ret = cm_fault() ? -EIO : ib_modify_port(ibdev, port->num, 0, &set);
 	if (ret) {
 		cm_port_teardown(port);
 		port->active = false;
@@ -204,7 +207,8 @@ static int cm_add_one(struct ib_device *ibdev)
 	struct cm_device *dev;
 	int ret;
 
-	dev = kzalloc(struct_size(dev, port, nports), GFP_KERNEL);
+	dev = cm_fault() ? NULL :
+	      kzalloc(struct_size(dev, port, nports), GFP_KERNEL);
 	if (!dev)
 		return -ENOMEM;
 	dev->ibdev = ibdev;

@@ -2,7 +2,8 @@
 /*
  * Test-only entry points of ib_cm.ko (built with CONFIG_INFINIBAND_CM_TEST):
  * let a self-test module feed synthetic CM MADs into the receive path and
- * observe the per-port counters.  Exported in the IB_CM_TEST namespace.
+ * observe the per-port counters, and arm the allocation fault hook
+ * (cm_fault.c).  Exported in the IB_CM_TEST namespace.
  */
 #ifndef IB_CM_TEST_HOOK_H
 #define IB_CM_TEST_HOOK_H
@@ -17,5 +18,7 @@ long cm_test_counter(struct ib_device *ibdev, u32 port_num,
 void cm_test_flush(void);
 int cm_test_lap_on_roce(struct ib_device *ibdev, u32 port_num, bool on);
 long cm_test_dev_refs(struct ib_device *ibdev, u32 port_num);
+void cm_fault_arm(int nth);
+int cm_fault_disarm(void);
 
 #endif /* IB_CM_TEST_HOOK_H */
