@@ -50,9 +50,9 @@ struct ib_mad_agent *cm_agent_pin(struct cm_port *port)
 
 static struct cm_port *cm_port_of(struct cm_device *dev, u32 num)
 {
-	if (!num || num > dev->nports || !dev->port[num - 1].active)
-		return NULL;
-	return &dev->port[num - 1];
+	struct cm_port *port = cm_dev_port(dev, num);
+
+	return port && port->active ? port : NULL;
 }
 
 /*
@@ -94,15 +94,15 @@ struct cm_port *cm_port_for_gid(struct sa_path_rec *path,
 	return port;
 }
 
+/* Stop the CM on @port, if it got as far as its MAD agent. */
 static void cm_port_teardown(struct cm_port *port)
 {
-	struct ib_device *ibdev = port->dev->ibdev;
 	struct ib_port_modify clear = { .clr_port_cap_mask = IB_PORT_CM_SUP };
 	struct ib_mad_agent *agent;
 
 	if (!port->active)
 		return;
-	ib_modify_port(ibdev, port->num, 0, &clear);
+	ib_modify_port(port->dev->ibdev, port->num, 0, &clear);
 
 	write_lock_irq(&port->dev->agent_lock);
 	agent = port->agent;
@@ -122,6 +122,10 @@ static void cm_port_drop_groups(struct cm_port *port)
 	port->groups_added = false;
 }
 
+/*
+ * Start the CM on @port.  On failure the port is left part set up, as
+ * ->groups_added and ->active say, for cm_dev_undo_ports() to undo.
+ */
 static int cm_port_setup(struct cm_port *port)
 {
 	struct ib_device *ibdev = port->dev->ibdev;
@@ -146,22 +150,14 @@ static int cm_port_setup(struct cm_port *port)
 		ib_register_mad_agent(ibdev, port->num, IB_QPT_GSI, &reg, 0,
 				      cm_mad_send_handler, cm_mad_recv_handler,
 				      port, 0);
-	if (IS_ERR(agent)) {
-		cm_port_drop_groups(port);
+	if (IS_ERR(agent))
 		return PTR_ERR(agent);
-	}
 	write_lock_irq(&port->dev->agent_lock);
 	port->agent = agent;
 	write_unlock_irq(&port->dev->agent_lock);
 	port->active = true;
 
-	ret = cm_fault() ? -EIO : ib_modify_port(ibdev, port->num, 0, &set);
-	if (ret) {
-		cm_port_teardown(port);
-		port->active = false;
-		cm_port_drop_groups(port);
-	}
-	return ret;
+	return cm_fault() ? -EIO : ib_modify_port(ibdev, port->num, 0, &set);
 }
 
 /* Put @dev on cmg.devices, or take it off again. */
@@ -177,21 +173,20 @@ static void cm_dev_list(struct cm_device *dev, bool add)
 	write_unlock_irqrestore(&cmg.dev_lock, flags);
 }
 
-/* Set up every port that runs a CM: how many there are, or an error. */
+/*
+ * Set up every port that runs a CM, stopping at the first failure: how
+ * many there are, or the error.  Either way cm_dev_undo_ports() undoes it.
+ */
 static int cm_dev_setup_ports(struct cm_device *dev)
 {
-	struct ib_device *ibdev = dev->ibdev;
 	int usable = 0;
 	int err;
 	u32 i;
 
-	rdma_for_each_port(ibdev, i) {
-		struct cm_port *port = &dev->port[i - 1];
+	for (i = 0; i < dev->nports; i++) {
+		struct cm_port *port = &dev->port[i];
 
-		port->dev = dev;
-		port->num = i;
-		atomic_set(&port->agent_users, 0);
-		if (!rdma_cap_ib_cm(ibdev, i))
+		if (!rdma_cap_ib_cm(dev->ibdev, port->num))
 			continue;
 		err = cm_port_setup(port);
 		if (err)
@@ -201,9 +196,29 @@ static int cm_dev_setup_ports(struct cm_device *dev)
 	return usable;
 }
 
+/*
+ * Undo cm_dev_setup_ports(), all of it or as far as it got: on removal,
+ * and when the add fails.  Each step looks only at what its port says was
+ * set up, so ports never reached are left alone.
+ */
+static void cm_dev_undo_ports(struct cm_device *dev)
+{
+	u32 i;
+
+	for (i = 0; i < dev->nports; i++)
+		cm_port_teardown(&dev->port[i]);
+
+	/* Jobs queued before this finish; they can no longer send. */
+	flush_workqueue(cmg.wq);
+
+	for (i = 0; i < dev->nports; i++)
+		cm_port_drop_groups(&dev->port[i]);
+}
+
 static int cm_add_one(struct ib_device *ibdev)
 {
-	u32 i, nports = ibdev->phys_port_cnt;
+	u32 i, first = rdma_start_port(ibdev);
+	u32 nports = rdma_end_port(ibdev) - first + 1;
 	struct cm_device *dev;
 	int ret;
 
@@ -212,11 +227,18 @@ static int cm_add_one(struct ib_device *ibdev)
 	if (!dev)
 		return -ENOMEM;
 	dev->ibdev = ibdev;
+	dev->first_port = first;
 	dev->nports = nports;
 	dev->ack_delay = ibdev->attrs.local_ca_ack_delay;
 	INIT_LIST_HEAD(&dev->node);
 	rwlock_init(&dev->agent_lock);
 	kref_init(&dev->ref);
+	/* Every port is valid before any is set up, for the undo. */
+	for (i = 0; i < nports; i++) {
+		dev->port[i].dev = dev;
+		dev->port[i].num = first + i;
+		atomic_set(&dev->port[i].agent_users, 0);
+	}
 	ib_set_client_data(ibdev, &cm_ib_client, dev);
 
 	ret = cm_dev_setup_ports(dev);
@@ -226,10 +248,7 @@ static int cm_add_one(struct ib_device *ibdev)
 	}
 
 	/* No port runs a CM, or one failed: undo whatever was set up. */
-	for (i = 0; i < dev->nports; i++) {
-		cm_port_teardown(&dev->port[i]);
-		cm_port_drop_groups(&dev->port[i]);
-	}
+	cm_dev_undo_ports(dev);
 	cm_dev_put(dev);
 	return ret ?: -EOPNOTSUPP;
 }
@@ -238,7 +257,6 @@ static void cm_remove_one(struct ib_device *ibdev, void *client_data)
 {
 	struct cm_device *dev = client_data;
 	unsigned long flags;
-	u32 i;
 
 	cm_dev_list(dev, false);
 
@@ -247,15 +265,7 @@ static void cm_remove_one(struct ib_device *ibdev, void *client_data)
 	dev->going_down = true;
 	spin_unlock_irqrestore(&cmg.lock, flags);
 
-	for (i = 0; i < dev->nports; i++)
-		cm_port_teardown(&dev->port[i]);
-
-	/* Jobs queued before going_down finish; they can no longer send. */
-	flush_workqueue(cmg.wq);
-
-	for (i = 0; i < dev->nports; i++)
-		cm_port_drop_groups(&dev->port[i]);
-
+	cm_dev_undo_ports(dev);
 	cm_dev_put(dev);
 }
 

@@ -65,9 +65,22 @@ struct cm_device {
 	bool going_down;
 	/* Protects port[].agent: senders read-lock, removal write-locks. */
 	rwlock_t agent_lock;
+	/*
+	 * port[i] is port number first_port + i: every port from
+	 * rdma_start_port() (0 on a switch, else 1) to rdma_end_port().
+	 */
+	u32 first_port;
 	u32 nports;
 	struct cm_port port[];
 };
+
+/* Port number @num of @dev, or NULL if the device has no such port. */
+static inline struct cm_port *cm_dev_port(struct cm_device *dev, u32 num)
+{
+	if (num < dev->first_port || num - dev->first_port >= dev->nports)
+		return NULL;
+	return &dev->port[num - dev->first_port];
+}
 
 /*
  * Address vector of a cm_id.  ->port holds a reference on port->dev.

@@ -20,11 +20,12 @@ static ssize_t cm_ctr_show(struct ib_device *ibdev, u32 port_num,
 {
 	struct cm_ctr_attr *a = container_of(pattr, struct cm_ctr_attr, pattr);
 	struct cm_device *dev = ib_get_client_data(ibdev, &cm_ib_client);
+	struct cm_port *port = dev ? cm_dev_port(dev, port_num) : NULL;
 
-	if (!dev || !port_num || port_num > dev->nports)
+	if (!port)
 		return -ENODEV;
 	return sysfs_emit(buf, "%ld\n",
-			  atomic_long_read(&dev->port[port_num - 1].ctr[a->grp][a->idx]));
+			  atomic_long_read(&port->ctr[a->grp][a->idx]));
 }
 
 /* File names in attribute ID order, starting at REQ (0x10). */

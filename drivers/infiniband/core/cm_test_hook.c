@@ -56,10 +56,11 @@ static struct cm_port *cm_test_port_get(struct ib_device *ibdev, u32 num)
 	list_for_each_entry(dev, &cmg.devices, node) {
 		if (dev->ibdev != ibdev)
 			continue;
-		if (num && num <= dev->nports && dev->port[num - 1].active) {
-			port = &dev->port[num - 1];
+		port = cm_dev_port(dev, num);
+		if (port && port->active)
 			cm_dev_get(dev);
-		}
+		else
+			port = NULL;
 		break;
 	}
 	read_unlock_irqrestore(&cmg.dev_lock, flags);
