@@ -680,7 +680,7 @@ static int r_setup_dev(void)
 
 static void r_teardown(void)
 {
-	mlx4_ib_cm_paravirt_clean(r_dev, -1);
+	mlx4_ib_cm_paravirt_destroy(r_dev);
 	mlx4_ib_cm_destroy();
 	kfree(container_of(r_dev, struct r_fake_dev, ibdev));
 	kfree(r_ends);

@@ -1308,16 +1308,19 @@ static void pvcm_teardown(struct mlx4_ib_pvcm *pv)
 }
 
 /**
- * mlx4_ib_cm_paravirt_clean() - forget the id mappings of one or all VFs
+ * mlx4_ib_cm_paravirt_clean() - forget the id mappings of one VF
  * @dev: the device
- * @slave: the VF, or -1 for all (device teardown)
+ * @slave: the VF
  *
- * For one VF the entries move to TimeWait (their pv_cm_ids stay reserved);
- * the work is deferred, so this may be called from the mlx4 event callback
- * in atomic context.  Entries the VF creates after the call are kept.
- * For -1 everything is freed at once and the cache is torn down.
+ * The VF's entries move to TimeWait (their pv_cm_ids stay reserved); the
+ * work is deferred, so this may be called from the mlx4 event callback in
+ * atomic context, including the EQ interrupt.  Entries the VF creates after
+ * the call are kept.  A slave number out of range cleans nothing: it is
+ * counted in &struct mlx4_ib_pvcm.bad_cleans and reported rate limited.
+ * The full teardown is mlx4_ib_cm_paravirt_destroy(), which no slave
+ * number reaches.
  *
- * Context: any context for a single slave; process context for -1.
+ * Context: any context.
  */
 void mlx4_ib_cm_paravirt_clean(struct mlx4_ib_dev *dev, int slave)
 {
@@ -1325,15 +1328,36 @@ void mlx4_ib_cm_paravirt_clean(struct mlx4_ib_dev *dev, int slave)
 
 	if (!READ_ONCE(pv->ready))
 		return;
-	if (slave < 0) {
-		pvcm_teardown(pv);
+	if (slave < 0 || slave >= MLX4_MFUNC_MAX) {
+		atomic_long_inc(&pv->bad_cleans);
+		ibdev_warn_ratelimited(&dev->ib_dev,
+				       "pvcm: clean of slave %d ignored: out of range\n",
+				       slave);
 		return;
 	}
-	if (slave >= MLX4_MFUNC_MAX)
-		return;
 	atomic_inc(&pv->slaves[slave].epoch);
 	set_bit(slave, pv->clean_mask);
 	queue_work(cm_wq, &pv->clean_work);
+}
+
+/**
+ * mlx4_ib_cm_paravirt_destroy() - tear the PV-CM id cache down
+ * @dev: the device
+ *
+ * Frees every entry and route at once and destroys the cache; the handlers
+ * drop MADs afterwards.  Called when the device goes away, after mlx4 core
+ * stopped delivering events.  Does nothing if the cache is not set up.
+ *
+ * Context: process context, may sleep.
+ */
+void mlx4_ib_cm_paravirt_destroy(struct mlx4_ib_dev *dev)
+{
+	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
+
+	might_sleep();
+	if (!READ_ONCE(pv->ready))
+		return;
+	pvcm_teardown(pv);
 }
 
 /* the constructor also keeps the cache unmerged, so leaks show by name */

@@ -65,6 +65,7 @@ struct mlx4_ib_pvcm_slave {
  *	REQs, so that a REJ(timeout) without a remote id can be routed
  * @route_fifo: the routes, oldest deadline first
  * @nr_routes: number of routes
+ * @bad_cleans: clean requests for a slave number out of range (atomic)
  * @slaves: MLX4_MFUNC_MAX per-slave structures
  * @reaper: the one delayed work that expires entries and routes
  * @reaper_at: jiffies the reaper is armed for, valid if @reaper_armed
@@ -84,6 +85,7 @@ struct mlx4_ib_pvcm {
 	struct rhashtable routes;
 	struct list_head route_fifo;
 	u32 nr_routes;
+	atomic_long_t bad_cleans;
 	struct mlx4_ib_pvcm_slave *slaves;
 	struct delayed_work reaper;
 	u32 reaper_at;

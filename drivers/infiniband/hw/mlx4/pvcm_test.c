@@ -728,6 +728,39 @@ static void t_kernel_fail_nth(void)
 }
 #endif
 
+/*
+ * The VF-shutdown event hands over a slave number from the firmware: one
+ * out of range (negative, as an int, for 2^31 and up) cleans nothing, is
+ * counted and never reaches the full teardown, even with interrupts off.
+ */
+static void t_clean_bad_slave(void)
+{
+	static const int bad[] = { -1, INT_MIN, MLX4_MFUNC_MAX, INT_MAX };
+	long before = atomic_long_read(&t_pv->bad_cleans);
+	unsigned long flags;
+	const int s = 5;
+	unsigned int i;
+	int err;
+	u32 pv;
+
+	pv = t_out(s, CM_REQ_ATTR_ID, 0x551, 0, &err);
+	IBST_EXPECT_EQ(err, 0);
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		local_irq_save(flags);
+		mlx4_ib_cm_paravirt_clean(t_dev, bad[i]);
+		local_irq_restore(flags);
+	}
+	flush_work(&t_pv->clean_work);
+	IBST_EXPECT(READ_ONCE(t_pv->ready));
+	IBST_EXPECT_EQ(t_stats(s).live, 1);
+	IBST_EXPECT_EQ(t_out(s, CM_RTU_ATTR_ID, 0x551, 1, &err), pv);
+	IBST_EXPECT_EQ(err, 0);
+	IBST_EXPECT_EQ(atomic_long_read(&t_pv->bad_cleans) - before,
+		       ARRAY_SIZE(bad));
+	t_out(s, CM_DREQ_ATTR_ID, 0x551, 1, &err);
+	t_settle();
+}
+
 /* counters per slave and per device, and their debugfs home */
 static void t_counters(void)
 {
@@ -891,6 +924,7 @@ static const struct ibst_case t_cases[] = {
 	{ "kernel_fail_nth_mux_demux", t_kernel_fail_nth },
 #endif
 	{ "counters_and_debugfs", t_counters },
+	{ "clean_bad_slave_cleans_nothing", t_clean_bad_slave },
 	{ "stress_mux_demux_clean", t_stress },
 	{}
 };
@@ -928,7 +962,7 @@ static void t_teardown(void)
 	int err;
 
 	t_out(1, CM_REQ_ATTR_ID, 0x1, 0, &err);
-	mlx4_ib_cm_paravirt_clean(t_dev, -1);
+	mlx4_ib_cm_paravirt_destroy(t_dev);
 	mlx4_ib_cm_destroy();
 	kfree_const(t_dev->ib_dev.dev.kobj.name);
 	kfree(t_dev);

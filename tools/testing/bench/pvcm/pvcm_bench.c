@@ -379,13 +379,23 @@ static void pb_dev_free(struct mlx4_ib_dev *dev)
 	kfree(dev);
 }
 
+/*
+ * What the driver does when the master goes away: ours has a teardown
+ * function of its own, the distro's cm.c reads slave -1 as "all".
+ */
+#ifdef PVCM_CM_CLASS_VERSION
+#define pb_paravirt_teardown(dev)	mlx4_ib_cm_paravirt_destroy(dev)
+#else
+#define pb_paravirt_teardown(dev)	mlx4_ib_cm_paravirt_clean(dev, -1)
+#endif
+
 /* fill n connections, measure, tear down; false if the harness failed */
 /* what the driver does when the master goes away, then the harness */
 static void pb_teardown(struct pb_run *run)
 {
 	if (!run)
 		return;
-	mlx4_ib_cm_paravirt_clean(run->dev, -1);
+	pb_paravirt_teardown(run->dev);
 	pb_dev_free(run->dev);
 	vfree(run->pv_ids);
 	kfree(run);
