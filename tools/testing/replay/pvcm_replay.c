@@ -371,9 +371,8 @@ static int r_send(const struct replay_msg *m, struct r_end *from,
 		R_EXPECT_EQ(m, "local id on the wire", local, from->pv_id);
 	} else if (m->attr == CM_REJ_ATTR_ID &&
 		   m->reason != IB_CM_REJ_TIMEOUT) {
-		/* rejects a request the VF never answered: passes as is */
-		R_EXPECT_EQ(m, "local id of the VF's first REJ", local,
-			    m->local_id);
+		/* rejects a request the VF never answered: local id 0 */
+		R_EXPECT_EQ(m, "local id of the VF's first REJ", local, 0);
 	} else if (request || m->attr == CM_REP_ATTR_ID ||
 		   m->attr == CM_MRA_ATTR_ID || m->attr == CM_REJ_ATTR_ID) {
 		r_note_pv(m, from, local);

@@ -114,6 +114,7 @@ static struct dentry *pvcm_debugfs_root;
 #define PVCM_OFF_REQ_CA_GUID	16	/* REQ: sender's CA GUID */
 #define PVCM_OFF_REQ_DGID	72	/* REQ: primary path, remote port GID */
 #define PVCM_OFF_REJ_ARI	12	/* REJ: additional reject information */
+#define PVCM_REJ_MSG_REQ	0	/* REJ: MsgRejected, the REQ was rejected */
 
 static bool pvcm_is_attr(const struct ib_mad *mad, __be16 attr)
 {
@@ -171,6 +172,13 @@ static int pvcm_set_remote_id(struct ib_mad *mad, u32 id)
 		return -EPROTO;
 	pvcm_put32(mad, pvcm_remote_off(mad), id);
 	return 0;
+}
+
+/* a REJ that rejects a REQ: the rejecting side has no connection yet */
+static bool pvcm_rej_of_req(const struct ib_mad *mad)
+{
+	return IBA_GET(CM_REJ_MESSAGE_REJECTED, (struct cm_rej_msg *)mad) ==
+	       PVCM_REJ_MSG_REQ;
 }
 
 static bool pvcm_rej_timeout(const struct ib_mad *mad)
@@ -271,13 +279,24 @@ static const struct rhashtable_params pvcm_sl_params = {
 	.automatic_shrinking = true,
 };
 
+enum pvcm_route_kind {
+	PVCM_ROUTE_REQ,		/* an incoming REQ, for REJ(timeout) */
+	PVCM_ROUTE_SIDR,	/* an incoming SIDR_REQ, for the VF's SIDR_REP */
+};
+
+/*
+ * REQ: the peer's CA GUID and comm id and the port, @slave 0.
+ * SIDR: the request id and the slave it went to, the rest 0.
+ */
 struct pvcm_route_key {
 	__be64 ca_guid;
 	u32 comm_id;
-	u32 port;
+	u16 port;
+	u8 kind;
+	u8 slave;
 };
 
-/* where an incoming REQ went, for REJ(timeout) routing */
+/* where an incoming REQ or SIDR_REQ went */
 struct pvcm_route {
 	struct rhash_head hnode;
 	union {
@@ -611,20 +630,17 @@ static void pvcm_route_free(struct mlx4_ib_pvcm *pv, struct pvcm_route *r)
 	kfree_rcu(r, rcu);
 }
 
-/* remember (or refresh) where an incoming REQ was delivered */
-static int pvcm_route_note(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
-			   __be64 ca_guid, int slave)
+/* remember (or refresh) where an incoming request was delivered */
+static int pvcm_route_note(struct mlx4_ib_pvcm *pv,
+			   const struct pvcm_route_key *key, int slave)
 {
-	struct pvcm_route_key key = {
-		.ca_guid = ca_guid, .comm_id = comm_id, .port = port,
-	};
 	struct pvcm_route *r, *old;
 	int ret = 0;
 
 	r = pvcm_fault() ? NULL : kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r)
 		return -ENOMEM;
-	r->key = key;
+	r->key = *key;
 	r->slave = slave;
 
 	spin_lock(&pv->lock);
@@ -632,7 +648,7 @@ static int pvcm_route_note(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
 		ret = -ESHUTDOWN;
 		goto out_free;
 	}
-	old = rhashtable_lookup_fast(&pv->routes, &key, pvcm_route_params);
+	old = rhashtable_lookup_fast(&pv->routes, key, pvcm_route_params);
 	if (old) {
 		WRITE_ONCE(old->slave, slave);
 		old->deadline = (u32)jiffies + pvcm_timewait_jiffies();
@@ -676,6 +692,21 @@ static int pvcm_route_lookup(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
 		slave = READ_ONCE(r->slave);
 	rcu_read_unlock();
 	return slave;
+}
+
+/* was a SIDR_REQ with request id @req_id delivered to @slave? */
+static bool pvcm_sidr_delivered(struct mlx4_ib_pvcm *pv, u32 req_id,
+				int slave)
+{
+	struct pvcm_route_key key = {
+		.comm_id = req_id, .kind = PVCM_ROUTE_SIDR, .slave = slave,
+	};
+	bool found;
+
+	rcu_read_lock();
+	found = rhashtable_lookup(&pv->routes, &key, pvcm_route_params);
+	rcu_read_unlock();
+	return found;
 }
 
 /* expire what is due; at most one slave's lists per lock hold */
@@ -776,8 +807,8 @@ enum pvcm_out_action {
 	PVCM_OUT_DROP,		/* not a CM attribute we forward */
 	PVCM_OUT_CREATE,	/* starts a connection: find or create */
 	PVCM_OUT_LOOKUP,	/* must belong to a known connection */
-	PVCM_OUT_REJ,		/* REJ: see pvcm_out_rej() */
-	PVCM_OUT_PASS,		/* carries no id of the VF's own */
+	PVCM_OUT_REJ,		/* REJ: see pvcm_multiplex() */
+	PVCM_OUT_ANSWER,	/* SIDR_REP: only to a request the VF got */
 };
 
 enum pvcm_in_action {
@@ -826,7 +857,7 @@ static const struct pvcm_policy pvcm_policy[] = {
 	[PVCM_ATTR_IDX(0x17)] = {	/* SIDR_REQ */
 		PVCM_OUT_CREATE, PVCM_EV_REFRESH, PVCM_IN_NEW, PVCM_EV_NONE },
 	[PVCM_ATTR_IDX(0x18)] = {	/* SIDR_REP */
-		PVCM_OUT_PASS, PVCM_EV_NONE, PVCM_IN_LOOKUP, PVCM_EV_RELEASE },
+		PVCM_OUT_ANSWER, PVCM_EV_NONE, PVCM_IN_LOOKUP, PVCM_EV_RELEASE },
 	[PVCM_ATTR_IDX(0x19)] = {	/* LAP */
 		PVCM_OUT_LOOKUP, PVCM_EV_REFRESH, PVCM_IN_LOOKUP, PVCM_EV_NONE },
 	[PVCM_ATTR_IDX(0x1a)] = {	/* APR */
@@ -972,8 +1003,14 @@ static int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
 	pol = pvcm_policy_of(mad);
 	if (!pol || pol->out == PVCM_OUT_DROP)
 		return pvcm_drop(dev, slave, -EINVAL, mad, "unknown attribute");
-	if (pol->out == PVCM_OUT_PASS)
+	if (pol->out == PVCM_OUT_ANSWER) {
+		/* the request id is the requester's: it must have asked us */
+		if (!pvcm_sidr_delivered(pv, pvcm_get32(mad, PVCM_OFF_LOCAL_ID),
+					 slave))
+			return pvcm_drop(dev, slave, -ENOENT, mad,
+					 "answers no request of this VF");
 		return 0;
+	}
 	ret = pvcm_local_id(mad, &sl_cm_id);
 	if (ret)
 		return pvcm_drop(dev, slave, ret, mad, "no local id");
@@ -990,14 +1027,21 @@ static int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
 	case PVCM_OUT_REJ:
 		/*
 		 * A REJ(timeout) gets a mapping (released at once) so that
-		 * the peer can route it back; any other REJ of an unknown id
-		 * rejects a REQ: nothing of the VF's to map, pass it as is.
+		 * the peer can route it back.  Any other REJ of an unknown id
+		 * can only reject a REQ the VF never answered: it has no id
+		 * of the VF's to map, and the local id goes out as 0 so that
+		 * it cannot name another VF's connection.
 		 */
 		rej_timeout = pvcm_rej_timeout(mad);
 		ret = pvcm_out_map(pv, slave, sl_cm_id, mad, pol->out_ev,
 				   rej_timeout, true);
-		if (ret == -ENOENT && !rej_timeout)
+		if (ret == -ENOENT && !rej_timeout) {
+			if (!pvcm_rej_of_req(mad))
+				return pvcm_drop(dev, slave, ret, mad,
+						 "REJ of no connection of this VF");
+			pvcm_set_local_id(mad, 0);
 			return 0;
+		}
 		if (ret)
 			return pvcm_drop(dev, slave, ret, mad, "cannot map");
 		return 0;
@@ -1015,14 +1059,28 @@ static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
 			  struct ib_mad *mad)
 {
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
+	struct pvcm_route_key key = {};
 	__be64 if_id;
 	int s, ret;
 
 	/*
 	 * A SIDR_REQ names no port GID of ours: it stays with the slave the
-	 * caller picked from the GRH (or the master without one).
+	 * caller picked from the GRH (or the master without one).  Only that
+	 * slave may answer it.
 	 */
-	if (!slave || pvcm_is_attr(mad, CM_SIDR_REQ_ATTR_ID))
+	if (pvcm_is_attr(mad, CM_SIDR_REQ_ATTR_ID)) {
+		if (!slave || *slave < 0 || *slave >= MLX4_MFUNC_MAX)
+			return 0;
+		key.comm_id = pvcm_get32(mad, PVCM_OFF_LOCAL_ID);
+		key.kind = PVCM_ROUTE_SIDR;
+		key.slave = *slave;
+		ret = pvcm_route_note(pv, &key, *slave);
+		if (ret)	/* the VF's answer will be dropped */
+			ibdev_dbg(&dev->ib_dev,
+				  "pvcm: SIDR_REQ route not kept (%d)\n", ret);
+		return 0;
+	}
+	if (!slave)
 		return 0;
 
 	if_id = pvcm_req_dest_if_id(mad);
@@ -1030,8 +1088,10 @@ static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
 	if (s < 0 || s >= MLX4_MFUNC_MAX)
 		return pvcm_drop(dev, -1, -ENOENT, mad, "no slave owns the GID");
 	*slave = s;
-	ret = pvcm_route_note(pv, port, pvcm_get32(mad, PVCM_OFF_LOCAL_ID),
-			      pvcm_req_guid(mad), s);
+	key.ca_guid = pvcm_req_guid(mad);
+	key.comm_id = pvcm_get32(mad, PVCM_OFF_LOCAL_ID);
+	key.port = port;
+	ret = pvcm_route_note(pv, &key, s);
 	if (ret)	/* the REQ still goes through; only REJ(timeout) suffers */
 		ibdev_dbg(&dev->ib_dev, "pvcm: REQ route not kept (%d)\n",
 			  ret);

@@ -107,6 +107,16 @@ static int t_dmx(struct ib_mad *mad, int *slave)
 	return mlx4_ib_demux_cm_handler(&t_dev->ib_dev, T_PORT, slave, mad);
 }
 
+/* a MAD for which the caller (mad.c, from the GRH) already chose @slave */
+static int t_dmx_to(struct ib_mad *mad, int slave)
+{
+	int to = slave, err;
+
+	err = mlx4_ib_demux_cm_handler(&t_dev->ib_dev, T_PORT, &to, mad);
+	IBST_EXPECT_EQ(to, slave);
+	return err;
+}
+
 static struct mlx4_ib_pvcm_stats t_stats(int slave)
 {
 	struct mlx4_ib_pvcm_stats st;
@@ -302,10 +312,10 @@ static void t_rej_out(void)
 	IBST_EXPECT_EQ(t_stats(s).live, 0);
 	IBST_EXPECT_EQ(t_stats(s).timewait, 2);
 
-	/* a REJ of a REQ the VF never answered maps nothing, passes as is */
+	/* a REJ of a REQ the VF never answered maps nothing, local id 0 */
 	t_rej(&mad, 0x503, 0xfff, IB_CM_REJ_CONSUMER_DEFINED, NULL);
 	IBST_EXPECT_EQ(t_mux(s, &mad), 0);
-	IBST_EXPECT_EQ(t_local(&mad), 0x503);
+	IBST_EXPECT_EQ(t_local(&mad), 0);
 	IBST_EXPECT_EQ(t_stats(s).allocated, 2);
 	t_settle();
 }
@@ -411,11 +421,82 @@ static void t_sidr(void)
 	IBST_EXPECT_EQ(t_stats(s).live, 0);
 	IBST_EXPECT_EQ(t_stats(s).timewait, 1);
 
-	/* the VF answers a remote SIDR_REQ: nothing to map */
+	/* the VF answers a remote SIDR_REQ delivered to it: nothing to map */
+	t_mad(&mad, CM_SIDR_REQ_ATTR_ID, 0x5151, 0);
+	IBST_EXPECT_EQ(t_dmx_to(&mad, s), 0);
 	t_mad(&mad, CM_SIDR_REP_ATTR_ID, 0x5151, 0);
 	IBST_EXPECT_EQ(t_mux(s, &mad), 0);
 	IBST_EXPECT_EQ(t_local(&mad), 0x5151);
 	IBST_EXPECT_EQ(t_stats(s).allocated, 1);
+	t_settle();
+}
+
+/*
+ * A VF's REJ with no mapping only passes as the rejection of a REQ, and
+ * with local id 0: it cannot carry another VF's pv id to the peer.
+ */
+static void t_rej_forged(void)
+{
+	struct mlx4_ib_pvcm_stats before;
+	const int a = 6, b = 7;
+	struct ib_mad mad, orig;
+	int err;
+	u32 pv;
+
+	pv = t_out(a, CM_REQ_ATTR_ID, 0x661, 0, &err);
+	IBST_EXPECT_EQ(err, 0);
+	before = t_stats(b);
+
+	/* b "rejects a REP" naming a's pv id as its own: dropped as is */
+	t_rej(&mad, pv, 0x9, IB_CM_REJ_CONSUMER_DEFINED, NULL);
+	IBA_SET(CM_REJ_MESSAGE_REJECTED, (struct cm_rej_msg *)&mad, 1);
+	orig = mad;
+	IBST_EXPECT_EQ(t_mux(b, &mad), -ENOENT);
+	IBST_EXPECT(!memcmp(&mad, &orig, sizeof(mad)));
+	IBA_SET(CM_REJ_MESSAGE_REJECTED, (struct cm_rej_msg *)&mad, 2);
+	IBST_EXPECT_EQ(t_mux(b, &mad), -ENOENT);
+	IBST_EXPECT_EQ(t_local(&mad), pv);
+
+	/* b rejects a REQ: passes, without a's pv id */
+	t_rej(&mad, pv, 0x9, IB_CM_REJ_CONSUMER_DEFINED, NULL);
+	IBST_EXPECT_EQ(t_mux(b, &mad), 0);
+	IBST_EXPECT_EQ(t_local(&mad), 0);
+
+	IBST_EXPECT_EQ(t_stats(a).live, 1);
+	IBST_EXPECT_EQ(t_stats(b).dropped - before.dropped, 2);
+	IBST_EXPECT_EQ(t_stats(b).allocated, before.allocated);
+	t_out(a, CM_DREQ_ATTR_ID, 0x661, 0, &err);
+	t_settle();
+}
+
+/* a VF's SIDR_REP only answers a SIDR_REQ that was delivered to it */
+static void t_sidr_forged(void)
+{
+	const int a = 8, b = 9;
+	struct ib_mad mad;
+	int err, to;
+	u32 pv;
+
+	/* a's own request: its request id on the wire is a pv id */
+	pv = t_out(a, CM_SIDR_REQ_ATTR_ID, 0x881, 0, &err);
+	IBST_EXPECT_EQ(err, 0);
+	t_mad(&mad, CM_SIDR_REP_ATTR_ID, pv, 0);
+	IBST_EXPECT_EQ(t_mux(b, &mad), -ENOENT);
+	IBST_EXPECT_EQ(t_mux(a, &mad), -ENOENT);
+
+	/* a remote request delivered to a: b cannot answer it */
+	t_mad(&mad, CM_SIDR_REQ_ATTR_ID, 0x5252, 0);
+	IBST_EXPECT_EQ(t_dmx_to(&mad, a), 0);
+	t_mad(&mad, CM_SIDR_REP_ATTR_ID, 0x5252, 0);
+	IBST_EXPECT_EQ(t_mux(b, &mad), -ENOENT);
+	IBST_EXPECT_EQ(t_mux(a, &mad), 0);
+	IBST_EXPECT_EQ(t_local(&mad), 0x5252);
+
+	/* the wire's answer to a's request still reaches a */
+	t_mad(&mad, CM_SIDR_REP_ATTR_ID, pv, 0);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, a);
+	IBST_EXPECT_EQ(t_remote(&mad), 0x881);
 	t_settle();
 }
 
@@ -914,6 +995,8 @@ static const struct ibst_case t_cases[] = {
 	{ "pinned_entry_outlives_reap", t_pin_vs_reap },
 	{ "never_rtu_expires", t_never_rtu },
 	{ "sidr_rep_releases", t_sidr },
+	{ "vf_rej_unmapped_only_rejects_req", t_rej_forged },
+	{ "vf_sidr_rep_only_for_delivered_req", t_sidr_forged },
 	{ "realloc_no_orphan", t_realloc },
 	{ "per_slave_clean", t_clean_slave },
 	{ "per_vf_cap", t_cap },
