@@ -245,7 +245,10 @@ struct pvcm_key {
 /*
  * One mapping.  @link is used while the entry sits on a slave list and
  * @rcu once it is off all lists; key, pv_cm_id and epoch never change.
- * 48 bytes on 64-bit.
+ * @remote_id is the peer's comm id, 0 until known: set once, by cmpxchg()
+ * from the VF's MADs (which carry it as their remote id) or from the
+ * peer's REP, and read with READ_ONCE().  @sidr is set before the VF's
+ * SIDR_REQ leaves, so before any answer can come.  56 bytes on 64-bit.
  */
 struct pvcm_entry {
 	struct rhash_head hnode;
@@ -257,9 +260,11 @@ struct pvcm_entry {
 	u32 pv_cm_id;
 	refcount_t ref;
 	u32 deadline;		/* jiffies, low 32 bits */
+	u32 remote_id;
 	u8 state;
 	u8 epoch;
 	u8 indexed;		/* the entry is the one in pv->sl_ids */
+	u8 sidr;		/* made by a SIDR_REQ, not a connection */
 };
 
 /* two word compares instead of the generic memcmp() of the key bytes */
@@ -473,20 +478,19 @@ static void pvcm_ev_establish(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 /*
  * Lifecycle event: the connection ends.  This is the one delayed delete
  * path: the entry (still reachable for the teardown MADs) goes to the
- * TimeWait FIFO, and a second call only pushes its deadline.
+ * TimeWait FIFO.  A second call does nothing: repeated teardown MADs must
+ * not hold the entry in TimeWait for ever.
  */
 static void pvcm_release(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 {
 	struct mlx4_ib_pvcm_slave *s = pvcm_slave(pv, e);
 
 	lockdep_assert_held(&pv->lock);
-	if (e->state == PVCM_DEAD)
+	if (e->state == PVCM_DEAD || e->state == PVCM_TIMEWAIT)
 		return;
-	if (e->state != PVCM_TIMEWAIT) {
-		s->nr_live--;
-		s->nr_timewait++;
-		WRITE_ONCE(e->state, PVCM_TIMEWAIT);
-	}
+	s->nr_live--;
+	s->nr_timewait++;
+	WRITE_ONCE(e->state, PVCM_TIMEWAIT);
 	e->deadline = (u32)jiffies + pvcm_timewait_jiffies();
 	list_move_tail(&e->link, &s->timewait);
 	pvcm_arm(pv, e->deadline);
@@ -540,6 +544,8 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	e->state = PVCM_PENDING;
 	e->epoch = (u8)atomic_read(&s->epoch);
 	e->indexed = 0;
+	e->remote_id = 0;
+	e->sidr = 0;
 	refcount_set(&e->ref, 1);	/* the map's */
 
 	/* reserve the id; lookups see it only once the entry is complete */
@@ -895,7 +901,7 @@ static bool pvcm_event_needed(const struct pvcm_entry *e, u8 ev)
 	case PVCM_EV_ESTABLISH:
 		return state == PVCM_PENDING;
 	case PVCM_EV_RELEASE:
-		return state != PVCM_DEAD;
+		return state != PVCM_DEAD && state != PVCM_TIMEWAIT;
 	case PVCM_EV_NONE:
 		return false;
 	}
@@ -957,6 +963,25 @@ static int pvcm_drop(struct mlx4_ib_dev *dev, int slave, int err,
  * Return: 0, -ENOENT if there is no entry to use and @create is false, or
  * the error of the creation.
  */
+/*
+ * What a VF's MAD tells about its own entry, before the MAD leaves: that
+ * it is a SIDR request, or the peer's comm id (the remote id of every
+ * connection MAD but the REQ).  A VF can only mislead its own entry.
+ */
+static void pvcm_note_out(struct pvcm_entry *e, const struct ib_mad *mad)
+{
+	u32 peer;
+
+	if (pvcm_is_attr(mad, CM_SIDR_REQ_ATTR_ID)) {
+		if (!READ_ONCE(e->sidr))
+			WRITE_ONCE(e->sidr, 1);
+		return;
+	}
+	if (READ_ONCE(e->remote_id) || pvcm_remote_id(mad, &peer) || !peer)
+		return;
+	cmpxchg(&e->remote_id, 0, peer);
+}
+
 static int pvcm_out_map(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 			struct ib_mad *mad, u8 ev, bool create,
 			bool accept_timewait)
@@ -968,6 +993,7 @@ static int pvcm_out_map(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	rcu_read_lock();
 	e = pvcm_find_sl(pv, slave, sl_cm_id);
 	if (e && pvcm_accept(pv, e, accept_timewait)) {
+		pvcm_note_out(e, mad);
 		pvcm_set_local_id(mad, e->pv_cm_id);
 		pvcm_event(pv, e, ev);
 		rcu_read_unlock();
@@ -980,6 +1006,12 @@ static int pvcm_out_map(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	ret = pvcm_create(pv, slave, sl_cm_id, ev, &pv_cm_id);
 	if (ret)
 		return ret;
+	/* nothing of this MAD is on the wire yet: no answer can race */
+	rcu_read_lock();
+	e = pvcm_find_pv(pv, pv_cm_id);
+	if (e)
+		pvcm_note_out(e, mad);
+	rcu_read_unlock();
 	pvcm_set_local_id(mad, pv_cm_id);
 	return 0;
 }
@@ -1056,7 +1088,7 @@ static int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
 }
 
 static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
-			  struct ib_mad *mad)
+			  bool fixed, struct ib_mad *mad)
 {
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
 	struct pvcm_route_key key = {};
@@ -1069,7 +1101,7 @@ static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
 	 * slave may answer it.
 	 */
 	if (pvcm_is_attr(mad, CM_SIDR_REQ_ATTR_ID)) {
-		if (!slave || *slave < 0 || *slave >= MLX4_MFUNC_MAX)
+		if (*slave < 0 || *slave >= MLX4_MFUNC_MAX)
 			return 0;
 		key.comm_id = pvcm_get32(mad, PVCM_OFF_LOCAL_ID);
 		key.kind = PVCM_ROUTE_SIDR;
@@ -1080,7 +1112,8 @@ static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
 				  "pvcm: SIDR_REQ route not kept (%d)\n", ret);
 		return 0;
 	}
-	if (!slave)
+	/* RoCE: mad.c chose the slave by GID; no REJ(timeout) route */
+	if (fixed)
 		return 0;
 
 	if_id = pvcm_req_dest_if_id(mad);
@@ -1098,12 +1131,42 @@ static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
 	return 0;
 }
 
+/*
+ * May this MAD from the wire act on @e?  A SIDR_REP only on a SIDR entry.
+ * A connection MAD only when it comes from the connection's peer: once
+ * the peer's comm id is known, the MAD must carry it as the sender's id;
+ * before that (the VF sent a REQ, nothing came back) only the peer's REP,
+ * which makes its id known, an MRA or a REJ of the REQ are expected.
+ */
+static bool pvcm_from_peer(struct pvcm_entry *e, const struct ib_mad *mad)
+{
+	u32 sender, peer;
+
+	if (pvcm_is_attr(mad, CM_SIDR_REP_ATTR_ID))
+		return READ_ONCE(e->sidr);
+	if (READ_ONCE(e->sidr))
+		return false;
+	sender = pvcm_get32(mad, PVCM_OFF_LOCAL_ID);
+	peer = READ_ONCE(e->remote_id);
+	if (!peer && sender && pvcm_is_attr(mad, CM_REP_ATTR_ID))
+		peer = cmpxchg(&e->remote_id, 0, sender) ?: sender;
+	if (peer)
+		return sender == peer;
+	return pvcm_is_attr(mad, CM_MRA_ATTR_ID) ||
+	       (pvcm_is_attr(mad, CM_REJ_ATTR_ID) && pvcm_rej_of_req(mad));
+}
+
+/*
+ * @fixed: the caller chose *@slave (RoCE, by GID) and the MAD may only
+ * reach an entry of that slave; otherwise *@slave is set from the entry.
+ */
 static int pvcm_demux(struct mlx4_ib_dev *dev, int port, int *slave,
-		      struct ib_mad *mad, size_t len)
+		      bool fixed, struct ib_mad *mad, size_t len)
 {
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
 	const struct pvcm_policy *pol;
 	struct pvcm_entry *e;
+	const char *why;
 	u32 pv_cm_id;
 	int ret, s;
 
@@ -1116,7 +1179,7 @@ static int pvcm_demux(struct mlx4_ib_dev *dev, int port, int *slave,
 	if (!pol || pol->in == PVCM_IN_DROP)
 		return pvcm_drop(dev, -1, -EINVAL, mad, "unknown attribute");
 	if (pol->in == PVCM_IN_NEW)
-		return pvcm_demux_new(dev, port, slave, mad);
+		return pvcm_demux_new(dev, port, slave, fixed, mad);
 
 	ret = pvcm_remote_id(mad, &pv_cm_id);
 	if (ret)
@@ -1126,16 +1189,23 @@ static int pvcm_demux(struct mlx4_ib_dev *dev, int port, int *slave,
 	rcu_read_lock();
 	e = pvcm_find_pv(pv, pv_cm_id);
 	if (e && pvcm_usable(pv, e)) {
-		if (slave)
+		if (fixed && e->key.slave != *slave) {
+			why = "pv id of another slave";
+		} else if (!pvcm_from_peer(e, mad)) {
+			why = "not from the connection's peer";
+		} else {
 			*slave = e->key.slave;
-		pvcm_set_remote_id(mad, e->key.sl_cm_id);
-		pvcm_event(pv, e, pol->in_ev);
+			pvcm_set_remote_id(mad, e->key.sl_cm_id);
+			pvcm_event(pv, e, pol->in_ev);
+			rcu_read_unlock();
+			return 0;
+		}
 		rcu_read_unlock();
-		return 0;
+		return pvcm_drop(dev, -1, -EPERM, mad, why);
 	}
 	rcu_read_unlock();
 
-	if (slave && pvcm_rej_timeout(mad)) {
+	if (!fixed && pvcm_rej_timeout(mad)) {
 		s = pvcm_route_lookup(pv, port,
 				      pvcm_get32(mad, PVCM_OFF_LOCAL_ID),
 				      pvcm_rej_guid(mad));
@@ -1168,7 +1238,8 @@ int mlx4_ib_multiplex_cm_handler(struct ib_device *ibdev, int port,
  * mlx4_ib_demux_cm_handler() - map an incoming CM MAD to its VF
  * @ibdev: the master's IB device
  * @port: port the MAD arrived on
- * @slave: set to the destination VF; NULL when the caller already knows it
+ * @slave: in: the VF mad.c picked from the GRH (used for a SIDR_REQ);
+ *	out: the destination VF
  * @mad: the MAD; its remote comm id is rewritten in place
  *
  * Context: process context, may sleep.
@@ -1177,7 +1248,31 @@ int mlx4_ib_multiplex_cm_handler(struct ib_device *ibdev, int port,
 int mlx4_ib_demux_cm_handler(struct ib_device *ibdev, int port, int *slave,
 			     struct ib_mad *mad)
 {
-	return pvcm_demux(to_mdev(ibdev), port, slave, mad, sizeof(*mad));
+	if (!slave)
+		return pvcm_drop(to_mdev(ibdev), -1, -EINVAL, mad, "no slave");
+	return pvcm_demux(to_mdev(ibdev), port, slave, false, mad,
+			  sizeof(*mad));
+}
+
+/**
+ * mlx4_ib_demux_cm_handler_to_slave() - map an incoming CM MAD for a VF
+ * @ibdev: the master's IB device
+ * @port: port the MAD arrived on
+ * @slave: the VF the caller delivers the MAD to (RoCE: by destination GID)
+ * @mad: the MAD; its remote comm id is rewritten in place
+ *
+ * A MAD whose pv_cm_id belongs to another VF is dropped unchanged.
+ *
+ * Context: process context, may sleep.
+ * Return: 0 to deliver the MAD to @slave, a negative errno to drop it.
+ */
+int mlx4_ib_demux_cm_handler_to_slave(struct ib_device *ibdev, int port,
+				      int slave, struct ib_mad *mad)
+{
+	if (slave < 0 || slave >= MLX4_MFUNC_MAX)
+		return pvcm_drop(to_mdev(ibdev), -1, -EINVAL, mad, "bad slave");
+	return pvcm_demux(to_mdev(ibdev), port, &slave, true, mad,
+			  sizeof(*mad));
 }
 
 /* ------------------------------------------------------------------------

@@ -117,6 +117,13 @@ static int t_dmx_to(struct ib_mad *mad, int slave)
 	return err;
 }
 
+/* RoCE: mad.c delivers to the slave of the destination GID */
+static int t_dmx_roce(struct ib_mad *mad, int slave)
+{
+	return mlx4_ib_demux_cm_handler_to_slave(&t_dev->ib_dev, T_PORT,
+						 slave, mad);
+}
+
 static struct mlx4_ib_pvcm_stats t_stats(int slave)
 {
 	struct mlx4_ib_pvcm_stats st;
@@ -497,6 +504,110 @@ static void t_sidr_forged(void)
 	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
 	IBST_EXPECT_EQ(to, a);
 	IBST_EXPECT_EQ(t_remote(&mad), 0x881);
+	t_settle();
+}
+
+/*
+ * From the wire only the connection's peer, known by the comm id of its
+ * REP (active VF) or REQ (passive VF), ends or changes a mapping, and a
+ * repeated DREQ does not push the end of TimeWait out.
+ */
+static void t_wire_peer_only(void)
+{
+	static const __be16 attrs[] = {
+		CM_DREQ_ATTR_ID, CM_DREP_ATTR_ID, CM_REJ_ATTR_ID,
+		CM_RTU_ATTR_ID, CM_LAP_ATTR_ID,
+	};
+	struct pvcm_entry *e;
+	const int s = 10;
+	struct ib_mad mad;
+	unsigned int i;
+	u32 pv, deadline;
+	int err, to;
+
+	/* active VF: before the REP only a REJ of the REQ may end it */
+	pv = t_out(s, CM_REQ_ATTR_ID, 0x7a1, 0, &err);
+	t_mad(&mad, CM_DREQ_ATTR_ID, 0xbad, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), -EPERM);
+	t_rej(&mad, 0xbad, pv, IB_CM_REJ_CONSUMER_DEFINED, NULL);
+	IBA_SET(CM_REJ_MESSAGE_REJECTED, (struct cm_rej_msg *)&mad, 1);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), -EPERM);
+	t_mad(&mad, CM_REP_ATTR_ID, 0xaa1, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	t_out(s, CM_RTU_ATTR_ID, 0x7a1, 0xaa1, &err);
+
+	/* a stranger's teardown MADs: dropped, not rewritten */
+	for (i = 0; i < ARRAY_SIZE(attrs); i++) {
+		t_mad(&mad, attrs[i], 0xbad, pv);
+		IBST_EXPECT_EQ(t_dmx(&mad, &to), -EPERM);
+		IBST_EXPECT_EQ(t_remote(&mad), pv);
+	}
+	IBST_EXPECT_EQ(t_stats(s).live, 1);
+
+	/* the peer's DREQ ends it; repeats do not extend TimeWait */
+	t_mad(&mad, CM_DREQ_ATTR_ID, 0xaa1, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(t_stats(s).timewait, 1);
+	e = pvcm_pin_pv(t_pv, pv);
+	IBST_EXPECT(e);
+	if (e) {
+		deadline = READ_ONCE(e->deadline);
+		msleep(20);
+		t_mad(&mad, CM_DREQ_ATTR_ID, 0xaa1, pv);
+		IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+		t_out(s, CM_DREP_ATTR_ID, 0x7a1, 0xaa1, &err);
+		IBST_EXPECT_EQ(err, 0);
+		IBST_EXPECT_EQ(READ_ONCE(e->deadline), deadline);
+		pvcm_put(e);
+	}
+
+	/* passive VF: the peer is the sender of the REQ */
+	t_req_in(&mad, 0xaa2, T_PEER_GUID_A, s);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	pv = t_out(s, CM_REP_ATTR_ID, 0x7a2, 0xaa2, &err);
+	t_mad(&mad, CM_RTU_ATTR_ID, 0xbad, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), -EPERM);
+	t_mad(&mad, CM_RTU_ATTR_ID, 0xaa2, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	t_mad(&mad, CM_DREQ_ATTR_ID, 0xbad, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), -EPERM);
+	/* a SIDR_REP cannot end a connection either */
+	t_mad(&mad, CM_SIDR_REP_ATTR_ID, pv, 0);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), -EPERM);
+	IBST_EXPECT_EQ(t_stats(s).live, 1);
+	t_out(s, CM_DREQ_ATTR_ID, 0x7a2, 0xaa2, &err);
+	t_settle();
+}
+
+/* RoCE: a MAD for the slave of its GID never acts on another's entry */
+static void t_roce_gid_slave(void)
+{
+	const int a = 11, b = 12;
+	struct ib_mad mad, orig;
+	int err;
+	u32 pv;
+
+	pv = t_out(a, CM_REQ_ATTR_ID, 0x7b1, 0, &err);
+	t_mad(&mad, CM_REP_ATTR_ID, 0xab1, pv);
+	orig = mad;
+	IBST_EXPECT_EQ(t_dmx_roce(&mad, b), -EPERM);
+	IBST_EXPECT(!memcmp(&mad, &orig, sizeof(mad)));
+	IBST_EXPECT_EQ(t_dmx_roce(&mad, a), 0);
+	IBST_EXPECT_EQ(t_remote(&mad), 0x7b1);
+	t_out(a, CM_RTU_ATTR_ID, 0x7b1, 0xab1, &err);
+
+	t_mad(&mad, CM_DREQ_ATTR_ID, 0xab1, pv);
+	IBST_EXPECT_EQ(t_dmx_roce(&mad, b), -EPERM);
+	IBST_EXPECT_EQ(t_stats(a).live, 1);
+	IBST_EXPECT_EQ(t_dmx_roce(&mad, a), 0);
+	IBST_EXPECT_EQ(t_stats(a).timewait, 1);
+
+	/* a SIDR_REQ for b: only b may answer it */
+	t_mad(&mad, CM_SIDR_REQ_ATTR_ID, 0x5353, 0);
+	IBST_EXPECT_EQ(t_dmx_roce(&mad, b), 0);
+	t_mad(&mad, CM_SIDR_REP_ATTR_ID, 0x5353, 0);
+	IBST_EXPECT_EQ(t_mux(a, &mad), -ENOENT);
+	IBST_EXPECT_EQ(t_mux(b, &mad), 0);
 	t_settle();
 }
 
@@ -997,6 +1108,8 @@ static const struct ibst_case t_cases[] = {
 	{ "sidr_rep_releases", t_sidr },
 	{ "vf_rej_unmapped_only_rejects_req", t_rej_forged },
 	{ "vf_sidr_rep_only_for_delivered_req", t_sidr_forged },
+	{ "wire_teardown_only_from_peer", t_wire_peer_only },
+	{ "roce_demux_stays_with_gid_slave", t_roce_gid_slave },
 	{ "realloc_no_orphan", t_realloc },
 	{ "per_slave_clean", t_clean_slave },
 	{ "per_vf_cap", t_cap },
@@ -1014,7 +1127,7 @@ static const struct ibst_case t_cases[] = {
 
 static int t_setup(void)
 {
-	BUILD_BUG_ON(sizeof(struct pvcm_entry) > 48);
+	BUILD_BUG_ON(sizeof(struct pvcm_entry) > 56);
 	t_mdev = kzalloc(sizeof(*t_mdev), GFP_KERNEL);
 	t_dev = kzalloc(sizeof(*t_dev), GFP_KERNEL);
 	if (!t_mdev || !t_dev)
