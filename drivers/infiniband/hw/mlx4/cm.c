@@ -265,6 +265,7 @@ struct pvcm_entry {
 	u8 epoch;
 	u8 indexed;		/* the entry is the one in pv->sl_ids */
 	u8 sidr;		/* made by a SIDR_REQ, not a connection */
+	u8 idle;		/* in TimeWait because it expired idle */
 };
 
 /* two word compares instead of the generic memcmp() of the key bytes */
@@ -465,10 +466,52 @@ static void pvcm_ev_refresh(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 	pvcm_arm(pv, e->deadline);
 }
 
-/* lifecycle event: RTU passed, the connection no longer expires */
+/*
+ * An entry the reaper moved to TimeWait because it was idle may be brought
+ * back while it is still the current entry of its (slave, sl_cm_id): the
+ * connection was alive after all.  Entries ended by a teardown MAD or a
+ * per-slave clean never come back.
+ */
+static bool pvcm_revivable(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e)
+{
+	return READ_ONCE(e->state) == PVCM_TIMEWAIT && READ_ONCE(e->idle) &&
+	       !pvcm_stale(pv, e);
+}
+
+/* move an idle-expired entry back from TimeWait to @state */
+static bool pvcm_revive(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e,
+			u8 state)
+{
+	struct mlx4_ib_pvcm_slave *s = pvcm_slave(pv, e);
+
+	lockdep_assert_held(&pv->lock);
+	if (!pvcm_revivable(pv, e) || !e->indexed)
+		return false;
+	s->nr_timewait--;
+	s->nr_live++;
+	WRITE_ONCE(e->idle, 0);
+	WRITE_ONCE(e->state, state);
+	if (state == PVCM_ESTABLISHED) {
+		list_move_tail(&e->link, &s->established);
+		return true;
+	}
+	WRITE_ONCE(e->deadline, (u32)jiffies + pvcm_pending_jiffies());
+	list_move_tail(&e->link, &s->pending);
+	pvcm_arm(pv, e->deadline);
+	return true;
+}
+
+/*
+ * Lifecycle event: RTU, LAP or APR passed, the connection is established
+ * and no longer expires; an idle-expired entry comes back for it.
+ */
 static void pvcm_ev_establish(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 {
 	lockdep_assert_held(&pv->lock);
+	if (e->state == PVCM_TIMEWAIT) {
+		pvcm_revive(pv, e, PVCM_ESTABLISHED);
+		return;
+	}
 	if (e->state != PVCM_PENDING)
 		return;
 	WRITE_ONCE(e->state, PVCM_ESTABLISHED);
@@ -546,6 +589,7 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	e->indexed = 0;
 	e->remote_id = 0;
 	e->sidr = 0;
+	e->idle = 0;
 	refcount_set(&e->ref, 1);	/* the map's */
 
 	/* reserve the id; lookups see it only once the entry is complete */
@@ -736,6 +780,7 @@ static void pvcm_reap(struct work_struct *work)
 		list_for_each_entry_safe(e, tmp, &s->pending, link) {
 			if (!pvcm_due(e->deadline, now))
 				break;
+			WRITE_ONCE(e->idle, 1);
 			pvcm_release(pv, e);
 		}
 		list_for_each_entry_safe(e, tmp, &s->timewait, link) {
@@ -826,8 +871,9 @@ enum pvcm_in_action {
 enum pvcm_event {
 	PVCM_EV_NONE,
 	PVCM_EV_REFRESH,
-	PVCM_EV_ESTABLISH,
+	PVCM_EV_ESTABLISH,	/* also revives an idle-expired entry */
 	PVCM_EV_RELEASE,
+	PVCM_EV_REVIVE,		/* REP: refresh, or revive as pending */
 };
 
 struct pvcm_policy {
@@ -849,8 +895,8 @@ static const struct pvcm_policy pvcm_policy[] = {
 	[PVCM_ATTR_IDX(0x12)] = {	/* REJ */
 		PVCM_OUT_REJ, PVCM_EV_RELEASE, PVCM_IN_LOOKUP, PVCM_EV_RELEASE },
 	[PVCM_ATTR_IDX(0x13)] = {	/* REP */
-		PVCM_OUT_CREATE, PVCM_EV_REFRESH,
-		PVCM_IN_LOOKUP, PVCM_EV_REFRESH },
+		PVCM_OUT_CREATE, PVCM_EV_REVIVE,
+		PVCM_IN_LOOKUP, PVCM_EV_REVIVE },
 	[PVCM_ATTR_IDX(0x14)] = {	/* RTU */
 		PVCM_OUT_LOOKUP, PVCM_EV_ESTABLISH,
 		PVCM_IN_LOOKUP, PVCM_EV_ESTABLISH },
@@ -864,10 +910,12 @@ static const struct pvcm_policy pvcm_policy[] = {
 		PVCM_OUT_CREATE, PVCM_EV_REFRESH, PVCM_IN_NEW, PVCM_EV_NONE },
 	[PVCM_ATTR_IDX(0x18)] = {	/* SIDR_REP */
 		PVCM_OUT_ANSWER, PVCM_EV_NONE, PVCM_IN_LOOKUP, PVCM_EV_RELEASE },
-	[PVCM_ATTR_IDX(0x19)] = {	/* LAP */
-		PVCM_OUT_LOOKUP, PVCM_EV_REFRESH, PVCM_IN_LOOKUP, PVCM_EV_NONE },
+	[PVCM_ATTR_IDX(0x19)] = {	/* LAP: only on an established one */
+		PVCM_OUT_LOOKUP, PVCM_EV_ESTABLISH,
+		PVCM_IN_LOOKUP, PVCM_EV_ESTABLISH },
 	[PVCM_ATTR_IDX(0x1a)] = {	/* APR */
-		PVCM_OUT_LOOKUP, PVCM_EV_NONE, PVCM_IN_LOOKUP, PVCM_EV_NONE },
+		PVCM_OUT_LOOKUP, PVCM_EV_ESTABLISH,
+		PVCM_IN_LOOKUP, PVCM_EV_ESTABLISH },
 };
 
 static const struct pvcm_policy *pvcm_policy_of(const struct ib_mad *mad)
@@ -892,6 +940,10 @@ static bool pvcm_event_needed(const struct pvcm_entry *e, u8 ev)
 	u32 left, timeout;
 
 	switch (ev) {
+	case PVCM_EV_REVIVE:
+		if (state == PVCM_TIMEWAIT)
+			return READ_ONCE(e->idle);
+		fallthrough;
 	case PVCM_EV_REFRESH:
 		if (state != PVCM_PENDING)
 			return false;
@@ -899,7 +951,8 @@ static bool pvcm_event_needed(const struct pvcm_entry *e, u8 ev)
 		left = READ_ONCE(e->deadline) - (u32)jiffies;
 		return left > timeout || left < timeout - (timeout >> 6);
 	case PVCM_EV_ESTABLISH:
-		return state == PVCM_PENDING;
+		return state == PVCM_PENDING ||
+		       (state == PVCM_TIMEWAIT && READ_ONCE(e->idle));
 	case PVCM_EV_RELEASE:
 		return state != PVCM_DEAD && state != PVCM_TIMEWAIT;
 	case PVCM_EV_NONE:
@@ -926,6 +979,12 @@ static void pvcm_event_locked(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e,
 {
 	lockdep_assert_held(&pv->lock);
 	switch (ev) {
+	case PVCM_EV_REVIVE:
+		if (e->state == PVCM_TIMEWAIT) {
+			pvcm_revive(pv, e, PVCM_PENDING);
+			break;
+		}
+		fallthrough;
 	case PVCM_EV_REFRESH:
 		pvcm_ev_refresh(pv, e);
 		break;
@@ -992,7 +1051,8 @@ static int pvcm_out_map(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 
 	rcu_read_lock();
 	e = pvcm_find_sl(pv, slave, sl_cm_id);
-	if (e && pvcm_accept(pv, e, accept_timewait)) {
+	if (e && (pvcm_accept(pv, e, accept_timewait) ||
+		  (ev == PVCM_EV_REVIVE && pvcm_revivable(pv, e)))) {
 		pvcm_note_out(e, mad);
 		pvcm_set_local_id(mad, e->pv_cm_id);
 		pvcm_event(pv, e, ev);

@@ -183,6 +183,39 @@ static bool t_wait_freed(u32 pv_cm_id)
 	return true;
 }
 
+/* wait until the entry of @pv_cm_id is in @state (polled, 3 s at most) */
+static bool t_wait_state(u32 pv_cm_id, u8 state)
+{
+	unsigned long until = jiffies + 3 * HZ;
+	struct pvcm_entry *e;
+	bool in;
+
+	for (;;) {
+		rcu_read_lock();
+		e = xa_load(&t_pv->pv_ids, pv_cm_id);
+		in = e && READ_ONCE(e->state) == state;
+		rcu_read_unlock();
+		if (in)
+			return true;
+		if (time_after(jiffies, until))
+			return false;
+		usleep_range(500, 1000);
+	}
+}
+
+static u8 t_state(u32 pv_cm_id)
+{
+	struct pvcm_entry *e;
+	u8 state = PVCM_DEAD;
+
+	rcu_read_lock();
+	e = xa_load(&t_pv->pv_ids, pv_cm_id);
+	if (e)
+		state = READ_ONCE(e->state);
+	rcu_read_unlock();
+	return state;
+}
+
 /* ---- cases --------------------------------------------------------------- */
 
 /* the VF opens and closes a connection; the remote answers */
@@ -407,6 +440,60 @@ static void t_never_rtu(void)
 	IBST_EXPECT_EQ(t_stats(s).allocated, 2);
 	IBST_EXPECT_EQ(t_stats(s).live, 2);
 	IBST_EXPECT(t_wait_freed(pv));
+	t_settle();
+}
+
+/*
+ * An entry that expired idle while its connection was alive comes back:
+ * a REP (the peer answering late after an MRA, or the VF repeating its
+ * REP) makes it pending again; an RTU, LAP or APR makes it established.
+ */
+static void t_idle_revive(void)
+{
+	const int s = 13;
+	struct ib_mad mad;
+	u32 pv, pv2, pv3;
+	int err, to;
+
+	/* active VF: REQ, the peer's MRA, its REP after the idle timeout */
+	pv = t_out(s, CM_REQ_ATTR_ID, 0x8a1, 0, &err);
+	t_mad(&mad, CM_MRA_ATTR_ID, 0xab1, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT(t_wait_state(pv, PVCM_TIMEWAIT));
+	t_mad(&mad, CM_REP_ATTR_ID, 0xab1, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(t_state(pv), PVCM_PENDING);
+	IBST_EXPECT_EQ(t_out(s, CM_RTU_ATTR_ID, 0x8a1, 0xab1, &err), pv);
+	IBST_EXPECT_EQ(t_state(pv), PVCM_ESTABLISHED);
+
+	/* passive VF, RTU lost: the peer's LAP proves the connection */
+	t_req_in(&mad, 0xab2, T_PEER_GUID_A, s);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	pv2 = t_out(s, CM_REP_ATTR_ID, 0x8a2, 0xab2, &err);
+	IBST_EXPECT(t_wait_state(pv2, PVCM_TIMEWAIT));
+	t_mad(&mad, CM_LAP_ATTR_ID, 0xab2, pv2);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(t_state(pv2), PVCM_ESTABLISHED);
+
+	/* passive VF repeating its REP keeps its pv id */
+	pv3 = t_out(s, CM_REP_ATTR_ID, 0x8a3, 0xab3, &err);
+	IBST_EXPECT(t_wait_state(pv3, PVCM_TIMEWAIT));
+	IBST_EXPECT_EQ(t_out(s, CM_REP_ATTR_ID, 0x8a3, 0xab3, &err), pv3);
+	IBST_EXPECT_EQ(t_state(pv3), PVCM_PENDING);
+	t_mad(&mad, CM_APR_ATTR_ID, 0xab3, pv3);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(t_state(pv3), PVCM_ESTABLISHED);
+
+	/* established now: they outlive the idle timeout and TimeWait */
+	msleep(400);
+	IBST_EXPECT_EQ(t_stats(s).live, 3);
+	IBST_EXPECT_EQ(t_stats(s).allocated, 3);
+	t_out(s, CM_DREQ_ATTR_ID, 0x8a1, 0xab1, &err);
+	IBST_EXPECT_EQ(err, 0);
+	t_out(s, CM_DREQ_ATTR_ID, 0x8a2, 0xab2, &err);
+	IBST_EXPECT_EQ(err, 0);
+	t_out(s, CM_DREQ_ATTR_ID, 0x8a3, 0xab3, &err);
+	IBST_EXPECT_EQ(err, 0);
 	t_settle();
 }
 
@@ -1105,6 +1192,7 @@ static const struct ibst_case t_cases[] = {
 	{ "dreq_drep_id_reuse", t_dreq_reuse },
 	{ "pinned_entry_outlives_reap", t_pin_vs_reap },
 	{ "never_rtu_expires", t_never_rtu },
+	{ "idle_expired_entry_revives", t_idle_revive },
 	{ "sidr_rep_releases", t_sidr },
 	{ "vf_rej_unmapped_only_rejects_req", t_rej_forged },
 	{ "vf_sidr_rep_only_for_delivered_req", t_sidr_forged },
