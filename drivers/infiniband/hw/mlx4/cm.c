@@ -261,8 +261,8 @@ struct pvcm_entry {
 	refcount_t ref;
 	u32 deadline;		/* jiffies, low 32 bits */
 	u32 remote_id;
+	u32 epoch;		/* the slave's epoch when it was published */
 	u8 state;
-	u8 epoch;
 	u8 indexed;		/* the entry is the one in pv->sl_ids */
 	u8 sidr;		/* made by a SIDR_REQ, not a connection */
 	u8 idle;		/* in TimeWait because it expired idle */
@@ -335,7 +335,7 @@ static struct mlx4_ib_pvcm_slave *pvcm_slave(struct mlx4_ib_pvcm *pv,
 /* an entry from before the last clean of its slave is no longer used */
 static bool pvcm_stale(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e)
 {
-	return e->epoch != (u8)atomic_read(&pvcm_slave(pv, e)->epoch);
+	return e->epoch != (u32)atomic_read(&pvcm_slave(pv, e)->epoch);
 }
 
 static bool pvcm_live(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e)
@@ -534,7 +534,7 @@ static void pvcm_release(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 	s->nr_live--;
 	s->nr_timewait++;
 	WRITE_ONCE(e->state, PVCM_TIMEWAIT);
-	e->deadline = (u32)jiffies + pvcm_timewait_jiffies();
+	WRITE_ONCE(e->deadline, (u32)jiffies + pvcm_timewait_jiffies());
 	list_move_tail(&e->link, &s->timewait);
 	pvcm_arm(pv, e->deadline);
 }
@@ -574,7 +574,6 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	struct mlx4_ib_pvcm_slave *s = &pv->slaves[slave];
 	unsigned int cap = READ_ONCE(pvcm_max_per_vf);
 	struct pvcm_entry *e, *old;
-	void *stored;
 	u32 id;
 	int ret;
 
@@ -585,7 +584,6 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	e->key.sl_cm_id = sl_cm_id;
 	e->key.slave = slave;
 	e->state = PVCM_PENDING;
-	e->epoch = (u8)atomic_read(&s->epoch);
 	e->indexed = 0;
 	e->remote_id = 0;
 	e->sidr = 0;
@@ -601,6 +599,14 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	e->pv_cm_id = id;
 
 	spin_lock(&pv->lock);
+	/*
+	 * The epoch is read here, after the allocations that may sleep and
+	 * under the lock that publishes the entry: a clean that bumps it
+	 * after this read queues its work after it, and that work takes the
+	 * lock after us and finds the entry stale.  Read before sleeping, an
+	 * old epoch could be published after the work had run, and stay.
+	 */
+	e->epoch = (u32)atomic_read(&s->epoch);
 	/* set before lookups can see it, in pending FIFO order */
 	e->deadline = (u32)jiffies + pvcm_pending_jiffies();
 	if (pv->dying) {
@@ -636,16 +642,13 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 		old->indexed = 0;
 	}
 	e->indexed = 1;
-	stored = xa_store(&pv->pv_ids, id, e, GFP_ATOMIC);
-	if (xa_is_err(stored)) {
-		/* readers may have found it in sl_ids: free through RCU */
-		pvcm_unindex(pv, e);
-		WRITE_ONCE(e->state, PVCM_DEAD);
-		spin_unlock(&pv->lock);
-		xa_erase(&pv->pv_ids, id);
-		pvcm_put(e);
-		return xa_err(stored);
-	}
+	/*
+	 * xa_alloc_cyclic() reserved the index, and a reserved index is only
+	 * ever stored to or erased by the creator that reserved it: the store
+	 * replaces the reservation in place, allocates nothing and cannot
+	 * fail.
+	 */
+	xa_store(&pv->pv_ids, id, e, GFP_ATOMIC);
 	list_add_tail(&e->link, &s->pending);
 	s->nr_live++;
 	s->allocated++;

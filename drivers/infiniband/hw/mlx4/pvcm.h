@@ -58,7 +58,11 @@ struct mlx4_ib_pvcm_slave {
  * @lock: protects the per-slave lists and counters, entry state and
  *	deadlines, membership of entries in @sl_ids and @pv_ids, the
  *	REJ(timeout) route FIFO and the reaper bookkeeping below
- * @pv_ids: pv_cm_id -> entry; read under RCU, written under @lock
+ * @pv_ids: pv_cm_id -> entry; read under RCU.  An id is first reserved
+ *	(xa_alloc_cyclic() of a NULL entry, invisible to lookups) without
+ *	@lock; only the creator that reserved an index stores the entry
+ *	there (under @lock) or erases the unused reservation (without it).
+ *	A published entry is erased under @lock only
  * @pv_next: cyclic allocation cursor of @pv_ids (under the xa_lock)
  * @sl_ids: (slave, sl_cm_id) -> current entry; read under RCU
  * @routes: (port, remote comm id, remote CA GUID) -> slave for incoming

@@ -1007,6 +1007,55 @@ static void t_kernel_fail_nth(void)
 }
 #endif
 
+/* end the TimeWait of @pv_cm_id now (the test stretched it) */
+static void t_expire(u32 pv_cm_id)
+{
+	struct pvcm_entry *e;
+
+	spin_lock(&t_pv->lock);
+	e = xa_load(&t_pv->pv_ids, pv_cm_id);
+	if (e && e->state == PVCM_TIMEWAIT) {
+		WRITE_ONCE(e->deadline, (u32)jiffies);
+		list_move(&e->link, &pvcm_slave(t_pv, e)->timewait);
+		pvcm_arm(t_pv, e->deadline);
+	}
+	spin_unlock(&t_pv->lock);
+}
+
+/*
+ * A clean makes the slave's entries stale for good: 256 cleans in all (a
+ * u8 epoch wraps there) do not bring its entry in TimeWait back to life.
+ */
+static void t_epoch_wrap(void)
+{
+	unsigned long timewait = pvcm_test_timewait;
+	struct ib_mad mad;
+	const int s = 14;
+	int err, to, i;
+	u32 pv;
+
+	pvcm_test_timewait = 10 * HZ;	/* no expiry during the case */
+	pv = t_out(s, CM_REQ_ATTR_ID, 0x9e1, 0, &err);
+	t_out(s, CM_RTU_ATTR_ID, 0x9e1, 0xae1, &err);
+	IBST_EXPECT_EQ(err, 0);
+	for (i = 0; i < 256; i++) {
+		mlx4_ib_cm_paravirt_clean(t_dev, s);
+		if (!i)
+			flush_work(&t_pv->clean_work);
+	}
+	flush_work(&t_pv->clean_work);
+	pvcm_test_timewait = timewait;
+	IBST_EXPECT_EQ(t_stats(s).timewait, 1);
+
+	t_mad(&mad, CM_DREQ_ATTR_ID, 0xae1, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), -ENOENT);
+	IBST_EXPECT_EQ(t_remote(&mad), pv);
+	t_out(s, CM_DREP_ATTR_ID, 0x9e1, 0xae1, &err);
+	IBST_EXPECT_EQ(err, -ENOENT);
+	t_expire(pv);
+	t_settle();
+}
+
 /*
  * The VF-shutdown event hands over a slave number from the firmware: one
  * out of range (negative, as an int, for 2^31 and up) cleans nothing, is
@@ -1208,6 +1257,7 @@ static const struct ibst_case t_cases[] = {
 	{ "kernel_fail_nth_mux_demux", t_kernel_fail_nth },
 #endif
 	{ "counters_and_debugfs", t_counters },
+	{ "epoch_wrap_keeps_stale", t_epoch_wrap },
 	{ "clean_bad_slave_cleans_nothing", t_clean_bad_slave },
 	{ "stress_mux_demux_clean", t_stress },
 	{}
