@@ -50,10 +50,36 @@ module_param(pvcm_max_per_vf, uint, 0644);
 MODULE_PARM_DESC(pvcm_max_per_vf,
 		 "PV-CM: max live + TimeWait id entries per VF, 0 = no limit (default 32768)");
 
+/* a day: far below the 2^31 jiffies a deadline compare can span */
+#define PVCM_PENDING_TIMEOUT_MAX	(24 * 60 * 60)
+
 static unsigned int pvcm_pending_timeout = 120;
-module_param(pvcm_pending_timeout, uint, 0444);
+
+/* 0 would expire every connection at once; more than a day overflows */
+static int pvcm_set_pending_timeout(const char *val,
+				    const struct kernel_param *kp)
+{
+	unsigned int secs;
+
+	if (kstrtouint(val, 0, &secs) || !secs ||
+	    secs > PVCM_PENDING_TIMEOUT_MAX) {
+		pr_warn_ratelimited("%s: '%s' is not 1..%u seconds\n",
+				    kp->name, val, PVCM_PENDING_TIMEOUT_MAX);
+		return -EINVAL;
+	}
+	*(unsigned int *)kp->arg = secs;
+	return 0;
+}
+
+static const struct kernel_param_ops pvcm_pending_timeout_ops = {
+	.set = pvcm_set_pending_timeout,
+	.get = param_get_uint,
+};
+
+module_param_cb(pvcm_pending_timeout, &pvcm_pending_timeout_ops,
+		&pvcm_pending_timeout, 0444);
 MODULE_PARM_DESC(pvcm_pending_timeout,
-		 "PV-CM: seconds an unestablished connection id may stay idle (default 120)");
+		 "PV-CM: seconds an unestablished connection id may stay idle, 1..86400 (default 120)");
 
 static unsigned int pvcm_max_routes = 65536;
 module_param(pvcm_max_routes, uint, 0644);

@@ -838,6 +838,32 @@ static void t_rej_timeout_route(void)
 	t_settle();
 }
 
+/*
+ * pvcm_pending_timeout takes 1 s up to a day: 0 would expire every
+ * connection at once, and larger values overflow the jiffies deadline.
+ */
+static void t_pending_timeout_param(void)
+{
+	static const char * const bad[] = {
+		"0", "86401", "4294967295", "99999999999", "-1", "x", "",
+	};
+	unsigned int v = 120;
+	const struct kernel_param kp = {
+		.name = "pvcm_pending_timeout", .arg = &v,
+	};
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		IBST_EXPECT_EQ(pvcm_pending_timeout_ops.set(bad[i], &kp),
+			       -EINVAL);
+		IBST_EXPECT_EQ(v, 120);
+	}
+	IBST_EXPECT_EQ(pvcm_pending_timeout_ops.set("1", &kp), 0);
+	IBST_EXPECT_EQ(v, 1);
+	IBST_EXPECT_EQ(pvcm_pending_timeout_ops.set("86400", &kp), 0);
+	IBST_EXPECT_EQ(v, 86400);
+}
+
 /* malformed and unexpected MADs are dropped with an error and counted */
 static void t_malformed(void)
 {
@@ -1252,6 +1278,7 @@ static const struct ibst_case t_cases[] = {
 	{ "per_vf_cap", t_cap },
 	{ "rej_timeout_two_peers", t_rej_timeout_route },
 	{ "malformed_dropped_counted", t_malformed },
+	{ "pending_timeout_param_validated", t_pending_timeout_param },
 	{ "fail_nth_multiplex", t_fail_nth },
 #ifdef CONFIG_FAULT_INJECTION
 	{ "kernel_fail_nth_mux_demux", t_kernel_fail_nth },
