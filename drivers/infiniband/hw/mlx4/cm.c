@@ -1110,7 +1110,6 @@ static int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
 {
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
 	const struct pvcm_policy *pol;
-	bool rej_timeout;
 	u32 sl_cm_id;
 	int ret;
 
@@ -1147,16 +1146,15 @@ static int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
 		return 0;
 	case PVCM_OUT_REJ:
 		/*
-		 * A REJ(timeout) gets a mapping (released at once) so that
-		 * the peer can route it back.  Any other REJ of an unknown id
-		 * can only reject a REQ the VF never answered: it has no id
-		 * of the VF's to map, and the local id goes out as 0 so that
-		 * it cannot name another VF's connection.
+		 * A REJ of an unknown id can only reject a REQ the VF never
+		 * answered: it has no id of the VF's to map, and the local id
+		 * goes out as 0 so that it cannot name another VF's
+		 * connection.  A REJ(timeout) of an unknown id is dropped: no
+		 * peer knows a pv_cm_id for it, a new one would route nothing.
 		 */
-		rej_timeout = pvcm_rej_timeout(mad);
 		ret = pvcm_out_map(pv, slave, sl_cm_id, mad, pol->out_ev,
-				   rej_timeout, true);
-		if (ret == -ENOENT && !rej_timeout) {
+				   false, true);
+		if (ret == -ENOENT && !pvcm_rej_timeout(mad)) {
 			if (!pvcm_rej_of_req(mad))
 				return pvcm_drop(dev, slave, ret, mad,
 						 "REJ of no connection of this VF");

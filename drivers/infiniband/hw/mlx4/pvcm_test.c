@@ -864,6 +864,26 @@ static void t_pending_timeout_param(void)
 	IBST_EXPECT_EQ(v, 86400);
 }
 
+/*
+ * A VF's REJ(timeout) for an id that has no mapping creates none: no peer
+ * knows a pv id for it, so nothing could route it back.
+ */
+static void t_rej_timeout_unmapped(void)
+{
+	struct mlx4_ib_pvcm_stats before;
+	__be64 guid = T_PEER_GUID_A;
+	struct ib_mad mad;
+	const int s = 15;
+
+	before = t_stats(s);
+	t_rej(&mad, 0xa51, 0, IB_CM_REJ_TIMEOUT, &guid);
+	IBST_EXPECT_EQ(t_mux(s, &mad), -ENOENT);
+	IBST_EXPECT_EQ(t_local(&mad), 0xa51);
+	IBST_EXPECT_EQ(t_stats(s).allocated, before.allocated);
+	IBST_EXPECT_EQ(t_stats(s).dropped - before.dropped, 1);
+	t_settle();
+}
+
 /* malformed and unexpected MADs are dropped with an error and counted */
 static void t_malformed(void)
 {
@@ -1279,6 +1299,7 @@ static const struct ibst_case t_cases[] = {
 	{ "rej_timeout_two_peers", t_rej_timeout_route },
 	{ "malformed_dropped_counted", t_malformed },
 	{ "pending_timeout_param_validated", t_pending_timeout_param },
+	{ "vf_rej_timeout_unmapped_maps_nothing", t_rej_timeout_unmapped },
 	{ "fail_nth_multiplex", t_fail_nth },
 #ifdef CONFIG_FAULT_INJECTION
 	{ "kernel_fail_nth_mux_demux", t_kernel_fail_nth },
