@@ -36,6 +36,7 @@
 #include "mlx4_ib.h"
 
 #define CM_CLEANUP_CACHE_TIMEOUT	(30 * HZ)
+#define PVCM_BATCH			256	/* entries per hold of the lock */
 #define PVCM_CM_CLASS_VERSION		2
 
 #ifndef PVCM_DEBUGFS_ROOT
@@ -102,6 +103,14 @@ static u32 pvcm_pending_jiffies(void)
 	return pvcm_test_pending;
 }
 
+/* times a long walk let go of pv->lock between two batches */
+static atomic_t pvcm_test_breaks = ATOMIC_INIT(0);
+
+static void pvcm_note_break(void)
+{
+	atomic_inc(&pvcm_test_breaks);
+}
+
 /* fail the allocation that brings the countdown from 1 to 0 */
 static bool pvcm_fault(void)
 {
@@ -122,6 +131,10 @@ static u32 pvcm_pending_jiffies(void)
 static bool pvcm_fault(void)
 {
 	return false;
+}
+
+static void pvcm_note_break(void)
+{
 }
 #endif
 
@@ -788,14 +801,75 @@ static bool pvcm_sidr_delivered(struct mlx4_ib_pvcm *pv, u32 req_id,
 	return found;
 }
 
-/* expire what is due; at most one slave's lists per lock hold */
+/*
+ * Expire what is due on @s's FIFOs, at most PVCM_BATCH entries.
+ * Return: false if the batch ran out with more possibly due.
+ */
+static bool pvcm_reap_slave(struct mlx4_ib_pvcm *pv,
+			    struct mlx4_ib_pvcm_slave *s, u32 now)
+{
+	struct pvcm_entry *e, *tmp;
+	unsigned int n = 0;
+
+	lockdep_assert_held(&pv->lock);
+	list_for_each_entry_safe(e, tmp, &s->pending, link) {
+		if (!pvcm_due(e->deadline, now))
+			break;
+		if (n++ == PVCM_BATCH)
+			return false;
+		WRITE_ONCE(e->idle, 1);
+		pvcm_release(pv, e);
+	}
+	list_for_each_entry_safe(e, tmp, &s->timewait, link) {
+		if (!pvcm_due(e->deadline, now))
+			break;
+		if (n++ == PVCM_BATCH)
+			return false;
+		pvcm_final(pv, e);
+	}
+	e = list_first_entry_or_null(&s->pending, struct pvcm_entry, link);
+	if (e)
+		pvcm_arm(pv, e->deadline);
+	e = list_first_entry_or_null(&s->timewait, struct pvcm_entry, link);
+	if (e)
+		pvcm_arm(pv, e->deadline);
+	return true;
+}
+
+/* the same for the route FIFO */
+static bool pvcm_reap_routes(struct mlx4_ib_pvcm *pv, u32 now)
+{
+	struct pvcm_route *r, *rtmp;
+	unsigned int n = 0;
+
+	lockdep_assert_held(&pv->lock);
+	list_for_each_entry_safe(r, rtmp, &pv->route_fifo, link) {
+		if (!pvcm_due(r->deadline, now)) {
+			pvcm_arm(pv, r->deadline);
+			break;
+		}
+		if (n++ == PVCM_BATCH)
+			return false;
+		pvcm_route_free(pv, r);
+	}
+	return true;
+}
+
+/* let others have pv->lock between two batches */
+static void pvcm_lock_break(struct mlx4_ib_pvcm *pv)
+{
+	lockdep_assert_held(&pv->lock);
+	pvcm_note_break();
+	spin_unlock(&pv->lock);
+	cond_resched();
+	spin_lock(&pv->lock);
+}
+
+/* expire what is due, PVCM_BATCH entries or routes per lock hold */
 static void pvcm_reap(struct work_struct *work)
 {
 	struct mlx4_ib_pvcm *pv = container_of(to_delayed_work(work),
 					       struct mlx4_ib_pvcm, reaper);
-	struct mlx4_ib_pvcm_slave *s;
-	struct pvcm_entry *e, *tmp;
-	struct pvcm_route *r, *rtmp;
 	u32 now = jiffies;
 	int i;
 
@@ -804,67 +878,109 @@ static void pvcm_reap(struct work_struct *work)
 	spin_unlock(&pv->lock);
 
 	for (i = 0; i < MLX4_MFUNC_MAX; i++) {
-		s = &pv->slaves[i];
 		spin_lock(&pv->lock);
-		list_for_each_entry_safe(e, tmp, &s->pending, link) {
-			if (!pvcm_due(e->deadline, now))
-				break;
-			WRITE_ONCE(e->idle, 1);
-			pvcm_release(pv, e);
-		}
-		list_for_each_entry_safe(e, tmp, &s->timewait, link) {
-			if (!pvcm_due(e->deadline, now))
-				break;
-			pvcm_final(pv, e);
-		}
-		e = list_first_entry_or_null(&s->pending, struct pvcm_entry,
-					     link);
-		if (e)
-			pvcm_arm(pv, e->deadline);
-		e = list_first_entry_or_null(&s->timewait, struct pvcm_entry,
-					     link);
-		if (e)
-			pvcm_arm(pv, e->deadline);
+		while (!pvcm_reap_slave(pv, &pv->slaves[i], now))
+			pvcm_lock_break(pv);
 		spin_unlock(&pv->lock);
 		cond_resched();
 	}
 
 	spin_lock(&pv->lock);
-	list_for_each_entry_safe(r, rtmp, &pv->route_fifo, link) {
-		if (!pvcm_due(r->deadline, now)) {
-			pvcm_arm(pv, r->deadline);
-			break;
-		}
-		pvcm_route_free(pv, r);
-	}
+	while (!pvcm_reap_routes(pv, now))
+		pvcm_lock_break(pv);
 	spin_unlock(&pv->lock);
 }
 
-/* release every entry of @slave older than its current epoch */
+/*
+ * Release the stale entries of one list of a slave (on its TimeWait list,
+ * where they already are released, take them out of sl_ids), PVCM_BATCH
+ * entries per hold of pv->lock.  The list is set aside on a private one
+ * meanwhile: the reaper does not see those entries until they are back,
+ * events may still move them elsewhere (a list_move_tail() off the private
+ * list is fine), and a stale entry is only ever moved by its release (see
+ * pvcm_event_locked()).  The entries kept go back to the head of @list in
+ * their order; what joined @list meanwhile is younger, so a FIFO stays in
+ * deadline order.  @fifo: @list is a FIFO the reaper watches.
+ */
+static void pvcm_clean_list(struct mlx4_ib_pvcm *pv, struct list_head *list,
+			    bool released, bool fifo)
+{
+	struct pvcm_entry *e, *tmp;
+	LIST_HEAD(todo);
+	LIST_HEAD(keep);
+	unsigned int n;
+
+	spin_lock(&pv->lock);
+	list_splice_init(list, &todo);
+	for (;;) {
+		n = 0;
+		list_for_each_entry_safe(e, tmp, &todo, link) {
+			if (n++ == PVCM_BATCH)
+				break;
+			if (!pvcm_stale(pv, e)) {
+				list_move_tail(&e->link, &keep);
+				continue;
+			}
+			pvcm_unindex(pv, e);
+			if (released)
+				list_move_tail(&e->link, &keep);
+			else
+				pvcm_release(pv, e);
+		}
+		if (list_empty(&todo))
+			break;
+		pvcm_lock_break(pv);
+	}
+	list_splice(&keep, list);
+	e = list_first_entry_or_null(list, struct pvcm_entry, link);
+	if (e && fifo)
+		pvcm_arm(pv, e->deadline);
+	spin_unlock(&pv->lock);
+}
+
+/* the same for the routes of @slave */
+static void pvcm_clean_routes(struct mlx4_ib_pvcm *pv, int slave)
+{
+	struct pvcm_route *r, *rtmp;
+	LIST_HEAD(todo);
+	LIST_HEAD(keep);
+	unsigned int n;
+
+	spin_lock(&pv->lock);
+	list_splice_init(&pv->route_fifo, &todo);
+	for (;;) {
+		n = 0;
+		list_for_each_entry_safe(r, rtmp, &todo, link) {
+			if (n++ == PVCM_BATCH)
+				break;
+			if (r->slave == slave)
+				pvcm_route_free(pv, r);
+			else
+				list_move_tail(&r->link, &keep);
+		}
+		if (list_empty(&todo))
+			break;
+		pvcm_lock_break(pv);
+	}
+	list_splice(&keep, &pv->route_fifo);
+	r = list_first_entry_or_null(&pv->route_fifo, struct pvcm_route, link);
+	if (r)
+		pvcm_arm(pv, r->deadline);
+	spin_unlock(&pv->lock);
+}
+
+/*
+ * Release every entry of @slave older than its current epoch.  A stale
+ * entry only moves by its release, so one pass over each list finds all.
+ */
 static void pvcm_clean_slave(struct mlx4_ib_pvcm *pv, int slave)
 {
 	struct mlx4_ib_pvcm_slave *s = &pv->slaves[slave];
-	struct list_head *lists[] = { &s->pending, &s->established };
-	struct pvcm_entry *e, *tmp;
-	struct pvcm_route *r, *rtmp;
-	unsigned int i;
 
-	spin_lock(&pv->lock);
-	for (i = 0; i < ARRAY_SIZE(lists); i++) {
-		list_for_each_entry_safe(e, tmp, lists[i], link) {
-			if (!pvcm_stale(pv, e))
-				continue;
-			pvcm_unindex(pv, e);
-			pvcm_release(pv, e);
-		}
-	}
-	list_for_each_entry(e, &s->timewait, link)
-		if (pvcm_stale(pv, e))
-			pvcm_unindex(pv, e);
-	list_for_each_entry_safe(r, rtmp, &pv->route_fifo, link)
-		if (r->slave == slave)
-			pvcm_route_free(pv, r);
-	spin_unlock(&pv->lock);
+	pvcm_clean_list(pv, &s->pending, false, true);
+	pvcm_clean_list(pv, &s->established, false, false);
+	pvcm_clean_list(pv, &s->timewait, true, true);
+	pvcm_clean_routes(pv, slave);
 }
 
 static void pvcm_clean_work(struct work_struct *work)
@@ -1007,6 +1123,9 @@ static void pvcm_event_locked(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e,
 			      u8 ev)
 {
 	lockdep_assert_held(&pv->lock);
+	/* a stale entry belongs to the per-slave clean: only released */
+	if (ev != PVCM_EV_RELEASE && pvcm_stale(pv, e))
+		return;
 	switch (ev) {
 	case PVCM_EV_REVIVE:
 		if (e->state == PVCM_TIMEWAIT) {

@@ -1135,6 +1135,51 @@ static void t_clean_bad_slave(void)
 	t_settle();
 }
 
+/*
+ * A clean and the reaper walk hundreds of entries of one slave: they let
+ * go of pv->lock every PVCM_BATCH entries and still handle every one.
+ */
+static void t_batches(void)
+{
+	unsigned long timewait = pvcm_test_timewait, pending = pvcm_test_pending;
+	int breaks = atomic_read(&pvcm_test_breaks);
+	const int s = 3, n = 3 * PVCM_BATCH + 7;
+	unsigned long until;
+	int err, i, errs = 0;
+	u32 pvn;
+
+	pvcm_test_pending = 10 * HZ;
+	pvcm_test_timewait = HZ;
+	for (i = 0; i < n; i++) {
+		t_out(s, CM_REQ_ATTR_ID, 0x10000 + i, 0, &err);
+		errs += !!err;
+		if (i & 1)
+			t_out(s, CM_RTU_ATTR_ID, 0x10000 + i, 0x20000 + i, &err);
+		errs += !!err;
+	}
+	IBST_EXPECT_EQ(errs, 0);
+	mlx4_ib_cm_paravirt_clean(t_dev, s);
+	pvn = t_out(s, CM_REQ_ATTR_ID, 0x30000, 0, &err);
+	flush_work(&t_pv->clean_work);
+	pvcm_test_pending = pending;
+	pvcm_test_timewait = timewait;
+	IBST_EXPECT_EQ(t_stats(s).live, 1);
+	IBST_EXPECT_EQ(t_stats(s).timewait, n);
+	IBST_EXPECT(atomic_read(&pvcm_test_breaks) - breaks >= 2);
+
+	/* the reaper frees them, in batches too; the new entry stays */
+	breaks = atomic_read(&pvcm_test_breaks);
+	until = jiffies + 5 * HZ;
+	while (t_stats(s).timewait && time_before(jiffies, until))
+		msleep(20);
+	IBST_EXPECT_EQ(t_stats(s).timewait, 0);
+	IBST_EXPECT(atomic_read(&pvcm_test_breaks) - breaks >= 2);
+	IBST_EXPECT_EQ(t_out(s, CM_RTU_ATTR_ID, 0x30000, 1, &err), pvn);
+	IBST_EXPECT_EQ(err, 0);
+	t_out(s, CM_DREQ_ATTR_ID, 0x30000, 1, &err);
+	t_settle();
+}
+
 /* counters per slave and per device, and their debugfs home */
 static void t_counters(void)
 {
@@ -1305,6 +1350,7 @@ static const struct ibst_case t_cases[] = {
 	{ "kernel_fail_nth_mux_demux", t_kernel_fail_nth },
 #endif
 	{ "counters_and_debugfs", t_counters },
+	{ "clean_and_reap_in_batches", t_batches },
 	{ "epoch_wrap_keeps_stale", t_epoch_wrap },
 	{ "clean_bad_slave_cleans_nothing", t_clean_bad_slave },
 	{ "stress_mux_demux_clean", t_stress },
