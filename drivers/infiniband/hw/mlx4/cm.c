@@ -578,6 +578,30 @@ static void pvcm_release(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 	pvcm_arm(pv, e->deadline);
 }
 
+/*
+ * Is @e one of the TimeWait entries that the last clean walk of its slave
+ * counted in nr_reset (from before the VF's last reset)?
+ */
+static bool pvcm_before_reset(const struct mlx4_ib_pvcm_slave *s,
+			      const struct pvcm_entry *e)
+{
+	return e->state == PVCM_TIMEWAIT &&
+	       (s32)(e->epoch - s->reset_epoch) < 0;
+}
+
+/*
+ * Over the per-VF cap?  TimeWait entries from before the VF's last reset
+ * do not count: a VF at its cap that resets must not be locked out for
+ * the TimeWait time.  All entries together stay below twice the cap.
+ */
+static bool pvcm_over_cap(const struct mlx4_ib_pvcm_slave *s,
+			  unsigned int cap)
+{
+	u64 all = (u64)s->nr_live + s->nr_timewait;
+
+	return cap && (all - s->nr_reset >= cap || all >= 2ULL * cap);
+}
+
 /* unlink for good and drop the map's reference (reaper and final clean) */
 static void pvcm_final(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 {
@@ -587,6 +611,8 @@ static void pvcm_final(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 	list_del(&e->link);
 	pvcm_unindex(pv, e);
 	xa_erase(&pv->pv_ids, e->pv_cm_id);
+	if (pvcm_before_reset(s, e))
+		s->nr_reset--;
 	if (e->state == PVCM_TIMEWAIT)
 		s->nr_timewait--;
 	else
@@ -652,7 +678,7 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 		ret = -ESHUTDOWN;
 		goto unlock;
 	}
-	if (cap && s->nr_live + s->nr_timewait >= cap) {
+	if (pvcm_over_cap(s, cap)) {
 		atomic_long_inc(&s->cap_hits);
 		ret = -EDQUOT;
 		goto unlock;
@@ -900,10 +926,13 @@ static void pvcm_reap(struct work_struct *work)
  * list is fine), and a stale entry is only ever moved by its release (see
  * pvcm_event_locked()).  The entries kept go back to the head of @list in
  * their order; what joined @list meanwhile is younger, so a FIFO stays in
- * deadline order.  @fifo: @list is a FIFO the reaper watches.
+ * deadline order.  @fifo: @list is a FIFO the reaper watches.  @released:
+ * @list is the TimeWait list; the walk also counts the entries from before
+ * this clean in nr_reset (none of them can be freed while set aside).
  */
-static void pvcm_clean_list(struct mlx4_ib_pvcm *pv, struct list_head *list,
-			    bool released, bool fifo)
+static void pvcm_clean_list(struct mlx4_ib_pvcm *pv,
+			    struct mlx4_ib_pvcm_slave *s,
+			    struct list_head *list, bool released, bool fifo)
 {
 	struct pvcm_entry *e, *tmp;
 	LIST_HEAD(todo);
@@ -912,6 +941,10 @@ static void pvcm_clean_list(struct mlx4_ib_pvcm *pv, struct list_head *list,
 
 	spin_lock(&pv->lock);
 	list_splice_init(list, &todo);
+	if (released) {
+		s->reset_epoch = (u32)atomic_read(&s->epoch);
+		s->nr_reset = 0;
+	}
 	for (;;) {
 		n = 0;
 		list_for_each_entry_safe(e, tmp, &todo, link) {
@@ -922,10 +955,13 @@ static void pvcm_clean_list(struct mlx4_ib_pvcm *pv, struct list_head *list,
 				continue;
 			}
 			pvcm_unindex(pv, e);
-			if (released)
-				list_move_tail(&e->link, &keep);
-			else
+			if (!released) {
 				pvcm_release(pv, e);
+				continue;
+			}
+			if (pvcm_before_reset(s, e))
+				s->nr_reset++;
+			list_move_tail(&e->link, &keep);
 		}
 		if (list_empty(&todo))
 			break;
@@ -977,9 +1013,9 @@ static void pvcm_clean_slave(struct mlx4_ib_pvcm *pv, int slave)
 {
 	struct mlx4_ib_pvcm_slave *s = &pv->slaves[slave];
 
-	pvcm_clean_list(pv, &s->pending, false, true);
-	pvcm_clean_list(pv, &s->established, false, false);
-	pvcm_clean_list(pv, &s->timewait, true, true);
+	pvcm_clean_list(pv, s, &s->pending, false, true);
+	pvcm_clean_list(pv, s, &s->established, false, false);
+	pvcm_clean_list(pv, s, &s->timewait, true, true);
 	pvcm_clean_routes(pv, slave);
 }
 

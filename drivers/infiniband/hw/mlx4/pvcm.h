@@ -31,14 +31,18 @@ struct mlx4_ib_dev;
  * @timewait: released entries, oldest deadline first; freed at the deadline
  * @nr_live: entries on @pending and @established
  * @nr_timewait: entries on @timewait
+ * @nr_reset: entries on @timewait from before the last clean (of an epoch
+ *	older than @reset_epoch); they do not count against the cap
+ * @reset_epoch: the epoch the last clean of @timewait counted against
  * @allocated: entries ever created for this slave
  * @freed: entries of this slave whose memory was given back
  * @dropped: MADs of (or for) this slave that were dropped
  * @cap_hits: MADs dropped because the slave hit its entry cap
  * @epoch: bumped by a per-slave clean; entries of an older epoch are stale
  *
- * The lists and the first four counters are protected by
- * &struct mlx4_ib_pvcm.lock; @dropped, @cap_hits and @epoch are atomics.
+ * The lists, @reset_epoch and the counters other than @dropped and
+ * @cap_hits are protected by &struct mlx4_ib_pvcm.lock; @dropped,
+ * @cap_hits and @epoch are atomics.
  */
 struct mlx4_ib_pvcm_slave {
 	struct list_head pending;
@@ -46,6 +50,8 @@ struct mlx4_ib_pvcm_slave {
 	struct list_head timewait;
 	u32 nr_live;
 	u32 nr_timewait;
+	u32 nr_reset;
+	u32 reset_epoch;
 	u64 allocated;
 	u64 freed;
 	atomic_long_t dropped;

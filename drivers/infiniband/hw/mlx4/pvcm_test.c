@@ -803,6 +803,50 @@ static void t_cap(void)
 	t_settle();
 }
 
+/*
+ * A VF at its cap that resets gets its cap back at once: the TimeWait
+ * entries of its earlier life do not count, up to twice the cap.
+ */
+static void t_cap_after_reset(void)
+{
+	unsigned long timewait = pvcm_test_timewait, pending = pvcm_test_pending;
+	unsigned int old = pvcm_max_per_vf;
+	const int a = 12;
+	int err, i;
+
+	pvcm_max_per_vf = 4;
+	pvcm_test_timewait = 2 * HZ;
+	pvcm_test_pending = 10 * HZ;
+	for (i = 0; i < 4; i++) {
+		t_out(a, CM_REQ_ATTR_ID, 0xd00 + i, 0, &err);
+		IBST_EXPECT_EQ(err, 0);
+	}
+	t_out(a, CM_REQ_ATTR_ID, 0xd10, 0, &err);
+	IBST_EXPECT_EQ(err, -EDQUOT);
+
+	mlx4_ib_cm_paravirt_clean(t_dev, a);
+	flush_work(&t_pv->clean_work);
+	IBST_EXPECT_EQ(t_stats(a).timewait, 4);
+	for (i = 0; i < 4; i++) {
+		t_out(a, CM_REQ_ATTR_ID, 0xd20 + i, 0, &err);
+		IBST_EXPECT_EQ(err, 0);
+	}
+	/* twice the cap in all: the next one waits for TimeWait */
+	t_out(a, CM_REQ_ATTR_ID, 0xd30, 0, &err);
+	IBST_EXPECT_EQ(err, -EDQUOT);
+	mlx4_ib_cm_paravirt_clean(t_dev, a);
+	flush_work(&t_pv->clean_work);
+	IBST_EXPECT_EQ(t_stats(a).timewait, 8);
+	t_out(a, CM_REQ_ATTR_ID, 0xd40, 0, &err);
+	IBST_EXPECT_EQ(err, -EDQUOT);
+
+	pvcm_test_pending = pending;
+	pvcm_test_timewait = timewait;
+	t_settle();
+	pvcm_max_per_vf = old;
+	IBST_EXPECT_EQ(t_pv->slaves[a].nr_reset, 0);
+}
+
 /* REJ(timeout) from two remote peers that use the same comm id */
 static void t_rej_timeout_route(void)
 {
@@ -1341,6 +1385,7 @@ static const struct ibst_case t_cases[] = {
 	{ "realloc_no_orphan", t_realloc },
 	{ "per_slave_clean", t_clean_slave },
 	{ "per_vf_cap", t_cap },
+	{ "cap_fresh_after_vf_reset", t_cap_after_reset },
 	{ "rej_timeout_two_peers", t_rej_timeout_route },
 	{ "malformed_dropped_counted", t_malformed },
 	{ "pending_timeout_param_validated", t_pending_timeout_param },
