@@ -1980,13 +1980,17 @@ out:
 	cc_end(c);
 }
 
-/* The active side gives its cm_id back at the DREP, in TimeWait. */
-static void test_drop_on_drep(void)
+/*
+ * The active side disconnects, the passive side answers, and the active
+ * side gives its cm_id back at @ev: the DREP (in TimeWait) or the end of
+ * TimeWait.
+ */
+static void cc_drop_after_disconnect(enum ib_cm_event_type ev)
 {
 	struct cc_conn *c = &cc_conns[0];
 
 	cc_conn_init(c, IB_QPT_RC, CC_PLT);
-	cc_drop_on(c, true, IB_CM_DREP_RECEIVED);
+	cc_drop_on(c, true, ev);
 	if (!cc_establish(c))
 		goto out;
 	IBST_EXPECT_EQ(ib_send_cm_dreq(c->act, NULL, 0), 0);
@@ -1999,23 +2003,14 @@ out:
 	cc_end(c);
 }
 
-/* The active side gives its cm_id back when TimeWait ends. */
+static void test_drop_on_drep(void)
+{
+	cc_drop_after_disconnect(IB_CM_DREP_RECEIVED);
+}
+
 static void test_drop_on_timewait_exit(void)
 {
-	struct cc_conn *c = &cc_conns[0];
-
-	cc_conn_init(c, IB_QPT_RC, CC_PLT);
-	cc_drop_on(c, true, IB_CM_TIMEWAIT_EXIT);
-	if (!cc_establish(c))
-		goto out;
-	IBST_EXPECT_EQ(ib_send_cm_dreq(c->act, NULL, 0), 0);
-	if (!cc_wait(c, c->pas, IB_CM_DREQ_RECEIVED, NULL))
-		goto out;
-	IBST_EXPECT_EQ(ib_send_cm_drep(c->pas, NULL, 0), 0);
-	if (cc_wait_dropped(c))
-		cc_after_drop(c);
-out:
-	cc_end(c);
+	cc_drop_after_disconnect(IB_CM_TIMEWAIT_EXIT);
 }
 
 /* The active side gives its cm_id back when its REQ is rejected. */
