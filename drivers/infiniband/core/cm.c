@@ -561,7 +561,7 @@ static void cm_job_free(struct cm_job *job)
 
 static void cm_destroy(struct cm_id_private *priv, int err);
 
-/* Destroy an ID whose consumer gave it back (see cm_deliver_locked()). */
+/* Destroy an ID whose consumer gave it back, from cmg.wq. */
 static void cm_destroy_work(struct work_struct *work)
 {
 	struct cm_id_private *priv = container_of(work, struct cm_id_private,
@@ -575,13 +575,12 @@ static void cm_destroy_work(struct work_struct *work)
  * delivering, deliver the queue in order.  Consumes @job and the ID lock;
  * the caller's references on @priv are its own.
  *
- * A non-zero return from the handler gives the ID back to the CM, with
- * the creation reference: the handler sees no further event, and the ID
- * is destroyed from cmg.wq rather than here.  Destruction waits for every
- * other reference, and the caller may hold one (a lookup's), or run in the
- * MAD layer's worker that has yet to complete the sends holding others.
+ * Return: non-zero when the handler returned non-zero, which gives the ID
+ * back to the CM together with the creation reference: the handler sees
+ * no further event, and the caller must destroy the ID, with
+ * cm_give_back() once it holds no reference of its own.
  */
-static void cm_deliver_locked(struct cm_id_private *priv, struct cm_job *job)
+static int cm_deliver_locked(struct cm_id_private *priv, struct cm_job *job)
 	__releases(&priv->lock)
 {
 	int ret = 0;
@@ -590,7 +589,7 @@ static void cm_deliver_locked(struct cm_id_private *priv, struct cm_job *job)
 	list_add_tail(&job->node, &priv->events);
 	if (priv->delivering || priv->abandoned) {
 		spin_unlock_irq(&priv->lock);
-		return;
+		return 0;
 	}
 	priv->delivering = true;
 	refcount_inc(&priv->refs);
@@ -611,15 +610,29 @@ static void cm_deliver_locked(struct cm_id_private *priv, struct cm_job *job)
 			cm_send_err_release(priv, job);
 	}
 	priv->delivering = false;
-	if (ret) {
-		/* Events queued from now on wait for cm_destroy() to free them. */
+	/* Events queued from now on wait for cm_destroy() to free them. */
+	if (ret)
 		priv->abandoned = true;
-		priv->destroy_err = ret;
-		INIT_WORK(&priv->destroy_work, cm_destroy_work);
-		queue_work(cmg.wq, &priv->destroy_work);
-	}
 	spin_unlock_irq(&priv->lock);
 	cm_id_put(priv);
+	return ret;
+}
+
+/*
+ * Destroy an ID that cm_deliver_locked() said was given back, with @err,
+ * the handler's return.  The caller holds no reference: destruction waits
+ * for all of them.  @defer: the caller is the MAD layer's send completion,
+ * whose worker completes the sends that destruction may wait for, so the
+ * destruction runs from cmg.wq instead.
+ */
+static void cm_give_back(struct cm_id_private *priv, int err, bool defer)
+{
+	if (!defer) {
+		cm_destroy(priv, err);
+		return;
+	}
+	priv->destroy_err = err;
+	WARN_ON_ONCE(!queue_work(cmg.wq, &priv->destroy_work));
 }
 
 /* ------------------------------------------------------------------ */
@@ -661,6 +674,7 @@ static void cm_rx_apply(struct cm_job *job, struct cm_id_private *priv,
 			void *msg)
 {
 	enum cm_rx_verdict verdict;
+	int ret;
 
 	if (!priv) {
 		cm_job_free(job);
@@ -675,8 +689,10 @@ static void cm_rx_apply(struct cm_job *job, struct cm_id_private *priv,
 		cm_rx_done(job, priv);
 		return;
 	}
-	cm_deliver_locked(priv, job);
+	ret = cm_deliver_locked(priv, job);
 	cm_id_put(priv);
+	if (ret)
+		cm_give_back(priv, ret, false);
 }
 
 /* The last step of a rule that delivers: name the event. */
@@ -806,6 +822,7 @@ static struct cm_id_private *cm_id_new(struct ib_device *device,
 		.remote_cm_qpn = 1,
 	};
 	INIT_LIST_HEAD(&priv->events);
+	INIT_WORK(&priv->destroy_work, cm_destroy_work);
 	RB_CLEAR_NODE(&priv->listen_node);
 	RB_CLEAR_NODE(&priv->sidr_node);
 
@@ -1063,7 +1080,12 @@ static void cm_destroy(struct cm_id_private *priv, int err)
 
 void ib_destroy_cm_id(struct ib_cm_id *cm_id)
 {
-	cm_destroy(to_priv(cm_id), 0);
+	struct cm_id_private *priv = to_priv(cm_id);
+
+	/* Given back by a non-zero return: the CM destroys it. */
+	if (WARN_ON_ONCE(READ_ONCE(priv->abandoned)))
+		return;
+	cm_destroy(priv, 0);
 }
 EXPORT_SYMBOL(ib_destroy_cm_id);
 
@@ -1671,8 +1693,10 @@ static void cm_req_rcvd(struct cm_job *job)
 			  priv->av.ah_attr.grh.sgid_attr, has_alt);
 	cm_id_publish(priv);
 	/* The new ID has no other deliverer: the event goes out right here. */
-	cm_deliver_locked(priv, job);
+	ret = cm_deliver_locked(priv, job);
 	cm_id_put(listener);
+	if (ret)
+		cm_give_back(priv, ret, false);
 	return;
 
 destroy:
@@ -2783,6 +2807,7 @@ static void cm_sidr_req_rcvd(struct cm_job *job)
 	struct cm_av_draft d;
 	struct cmc_sidr_req r;
 	bool dup;
+	int ret;
 
 	cmc_get_sidr_req(m, &r);
 	priv = cm_id_new(job->port->dev->ibdev, NULL, NULL);
@@ -2825,8 +2850,10 @@ static void cm_sidr_req_rcvd(struct cm_job *job)
 	ev->pkey = r.pkey;
 	job->ev.private_data = (void *)r.pdata;
 	/* SIDR IDs never receive MADs, so they stay out of the ID table. */
-	cm_deliver_locked(priv, job);
+	ret = cm_deliver_locked(priv, job);
 	cm_id_put(listener);
+	if (ret)
+		cm_give_back(priv, ret, false);
 	return;
 
 destroy:
@@ -2993,6 +3020,7 @@ int cm_tw_expired(__be32 local_id, __be32 remote_id, __be32 remote_qpn)
 {
 	struct cm_id_private *priv;
 	struct cm_job *job;
+	int ret;
 
 	job = cm_job_alloc(GFP_KERNEL, 0);
 	if (!job)
@@ -3009,8 +3037,10 @@ int cm_tw_expired(__be32 local_id, __be32 remote_id, __be32 remote_qpn)
 	}
 	priv->id.state = IB_CM_IDLE;
 	job->ev.event = IB_CM_TIMEWAIT_EXIT;
-	cm_deliver_locked(priv, job);
+	ret = cm_deliver_locked(priv, job);
 	cm_id_put(priv);
+	if (ret)
+		cm_give_back(priv, ret, false);
 	return 0;
 free_job:
 	cm_job_free(job);
@@ -3230,6 +3260,7 @@ static void cm_send_finished(struct cm_id_private *priv,
 {
 	struct cm_job *job = NULL;
 	enum ib_cm_event_type ev;
+	int ret;
 
 	/* Releasing @msg drops its reference; keep the ID alive meanwhile. */
 	refcount_inc(&priv->refs);
@@ -3268,8 +3299,10 @@ static void cm_send_finished(struct cm_id_private *priv,
 	memset(&job->ev, 0, sizeof(job->ev));
 	job->ev.event = ev;
 	job->ev.param.send_status = status;
-	cm_deliver_locked(priv, job);
+	ret = cm_deliver_locked(priv, job);
 	cm_id_put(priv);
+	if (ret)
+		cm_give_back(priv, ret, true);
 	return;
 unlock:
 	if (job)
@@ -3343,6 +3376,8 @@ static void __exit ib_cm_exit(void)
 {
 	cm_fault_exit();
 	cm_client_unregister();
+	/* Destructions handed to the workqueue may still run. */
+	flush_workqueue(cmg.wq);
 	cm_tw_drain();
 	destroy_workqueue(cmg.wq);
 	WARN_ON(!xa_empty(&cmg.ids));

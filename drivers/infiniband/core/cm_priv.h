@@ -176,8 +176,10 @@ struct cm_id_private {
 	bool delivering;
 	/*
 	 * Set (lock: ->lock) when the handler returned non-zero: the
-	 * consumer has given the ID back, no event reaches the handler any
-	 * more, and destroy_work destroys the ID with destroy_err.
+	 * consumer has given the ID back and no event reaches the handler
+	 * any more.  Whoever delivered that event destroys the ID, at once
+	 * or, from a send completion, through destroy_work, queued once with
+	 * destroy_err written before.
 	 */
 	bool abandoned;
 	int destroy_err;

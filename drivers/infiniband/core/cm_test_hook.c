@@ -194,7 +194,9 @@ EXPORT_SYMBOL_NS_GPL(cm_test_counter, IB_CM_TEST);
 /**
  * cm_test_flush() - Wait until every queued CM receive job has run.
  *
- * Events a job delivers have reached the consumer when this returns.
+ * Events a job delivers have reached the consumer when this returns, and
+ * the cm_ids given back from send completions are destroyed.  TimeWait
+ * timers that have not fired yet are not waited for.
  */
 void cm_test_flush(void)
 {
