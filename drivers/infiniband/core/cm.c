@@ -740,9 +740,10 @@ static struct cm_id_private *cm_listen_find(struct ib_device *device,
 }
 
 /*
- * Insert @priv as listener.  Returns @priv when inserted, the existing
- * listener when it may be shared with @share_handler (a reference and a
- * share are added), or NULL on conflict.
+ * Insert @priv as listener; it is LISTEN before any sharer can find it.
+ * Returns @priv when inserted, the existing listener when it may be
+ * shared with @share_handler (a reference and a share are added), or NULL
+ * on conflict.
  */
 static struct cm_id_private *cm_listen_insert(struct cm_id_private *priv,
 					      ib_cm_handler share_handler)
@@ -752,6 +753,7 @@ static struct cm_id_private *cm_listen_insert(struct cm_id_private *priv,
 	unsigned long flags;
 	int c;
 
+	lockdep_assert_held(&priv->lock);
 	spin_lock_irqsave(&cmg.lock, flags);
 	while (*slot) {
 		parent = *slot;
@@ -772,6 +774,7 @@ static struct cm_id_private *cm_listen_insert(struct cm_id_private *priv,
 		slot = c < 0 ? &parent->rb_left : &parent->rb_right;
 	}
 	priv->listen_shares = 1;
+	priv->id.state = IB_CM_LISTEN;
 	rb_link_node(&priv->listen_node, parent, slot);
 	rb_insert_color(&priv->listen_node, &cmg.listen_tree);
 	spin_unlock_irqrestore(&cmg.lock, flags);
@@ -1123,8 +1126,6 @@ struct ib_cm_id *ib_cm_insert_listen(struct ib_device *device,
 
 	spin_lock_irq(&priv->lock);
 	owner = cm_listen_insert(priv, cm_handler);
-	if (owner == priv)
-		priv->id.state = IB_CM_LISTEN;
 	spin_unlock_irq(&priv->lock);
 	if (owner == priv)
 		return &priv->id;
@@ -1148,8 +1149,6 @@ int ib_cm_listen(struct ib_cm_id *cm_id, __be64 service_id)
 
 	spin_lock_irqsave(&priv->lock, flags);
 	ret = cm_listen_claim(priv, service_id);
-	if (!ret)
-		cm_id->state = IB_CM_LISTEN;
 	spin_unlock_irqrestore(&priv->lock, flags);
 	return ret;
 }
