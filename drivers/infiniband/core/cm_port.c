@@ -203,13 +203,21 @@ static int cm_dev_setup_ports(struct cm_device *dev)
  */
 static void cm_dev_undo_ports(struct cm_device *dev)
 {
+	bool had_agent = false;
 	u32 i;
 
-	for (i = 0; i < dev->nports; i++)
+	for (i = 0; i < dev->nports; i++) {
+		had_agent |= dev->port[i].active;
 		cm_port_teardown(&dev->port[i]);
+	}
 
-	/* Jobs queued before this finish; they can no longer send. */
-	flush_workqueue(cmg.wq);
+	/*
+	 * Jobs queued before this finish; they can no longer send.  Only a
+	 * port with a MAD agent can have queued any: a device that never got
+	 * one (no CM port, or the first agent failed) waits for nothing.
+	 */
+	if (had_agent)
+		flush_workqueue(cmg.wq);
 
 	for (i = 0; i < dev->nports; i++)
 		cm_port_drop_groups(&dev->port[i]);
