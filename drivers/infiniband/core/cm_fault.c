@@ -25,6 +25,7 @@
 #include <linux/atomic.h>
 #include <linux/debugfs.h>
 #include <linux/export.h>
+#include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/spinlock.h>
 #include <linux/stacktrace.h>
@@ -36,6 +37,8 @@
 
 /* countdown to the failing allocation; 0 = disarmed */
 static atomic_t cm_fail_nth = ATOMIC_INIT(0);
+/* the only task whose attempts count, or NULL for every context */
+static struct task_struct *cm_fault_task;
 /* allocations failed on purpose since load */
 static atomic_t cm_faults = ATOMIC_INIT(0);
 static struct dentry *cm_fault_dir;
@@ -67,8 +70,11 @@ static noinline void cm_fault_record(void)
  */
 bool cm_fault(void)
 {
+	struct task_struct *only = READ_ONCE(cm_fault_task);
 	int left = atomic_read(&cm_fail_nth);
 
+	if (left > 0 && only && only != current)
+		return false;
 	while (left > 0) {
 		if (!atomic_try_cmpxchg(&cm_fail_nth, &left, left - 1))
 			continue;
@@ -82,13 +88,17 @@ bool cm_fault(void)
 }
 
 /**
- * cm_fault_arm() - arm the countdown from a test module
+ * cm_fault_arm() - arm the countdown for the calling task
  * @nth: the allocation to fail, counting from 1 from now on; 0 disarms
  *
- * The same countdown as <debugfs>/ib_cm/fail_nth.
+ * The countdown of <debugfs>/ib_cm/fail_nth, but only the caller's own
+ * attempts count (a test module adding a device: the add runs in its
+ * task), so that ib_cm's work for other consumers meanwhile cannot use
+ * the fault up.
  */
 void cm_fault_arm(int nth)
 {
+	WRITE_ONCE(cm_fault_task, current);
 	atomic_set(&cm_fail_nth, nth);
 }
 EXPORT_SYMBOL_NS_GPL(cm_fault_arm, IB_CM_TEST);
@@ -101,7 +111,10 @@ EXPORT_SYMBOL_NS_GPL(cm_fault_arm, IB_CM_TEST);
  */
 int cm_fault_disarm(void)
 {
-	return atomic_xchg(&cm_fail_nth, 0);
+	int left = atomic_xchg(&cm_fail_nth, 0);
+
+	WRITE_ONCE(cm_fault_task, NULL);
+	return left;
 }
 EXPORT_SYMBOL_NS_GPL(cm_fault_disarm, IB_CM_TEST);
 
