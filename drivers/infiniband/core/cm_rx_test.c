@@ -198,6 +198,7 @@ static int rx_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 	if (ev->event == rx_drop_type) {
 		rx_drop_type = -1;
 		rx_dropped = id;
+		/* The event's own index (the last slot when the log is full). */
 		rx_drop_at = rx_nevents - 1;
 		ret = -ECONNABORTED;
 	} else if (ev->event == IB_CM_REQ_RECEIVED ||
@@ -1709,30 +1710,42 @@ static struct ib_cm_id *rx_dropped_id(void)
  * no later event reaches it.  Only then are ib_cm's workers flushed, which
  * would wait for ever on a destruction stuck in one of them.
  */
-static void rx_drop_done(struct ib_cm_id *id, enum ib_cm_event_type type,
+static bool rx_drop_done(struct ib_cm_id *id, enum ib_cm_event_type type,
 			 long refs)
 {
 	unsigned int i, later = 0, ms;
 	unsigned long flags;
+	bool full;
+	long now;
 
 	wait_event_timeout(rx_wq, rx_dropped_id() == id,
 			   msecs_to_jiffies(RX_WAIT_MS));
 	if (rx_dropped_id() != id) {
 		IBST_FAIL("no event %d to give the cm_id back with", type);
 		rx_drop_on(-1);
-		return;
+		/* Still the check's own: the caller destroys it. */
+		return false;
 	}
-	for (ms = 0; ms < RX_WAIT_MS && rx_dev_refs() > refs; ms += 20)
+	for (ms = 0; ms < RX_WAIT_MS; ms += 20) {
+		now = rx_dev_refs();
+		if (now <= refs)
+			break;
 		msleep(20);
-	IBST_EXPECT_EQ(rx_dev_refs(), refs);
-	if (rx_dev_refs() != refs)
-		return;
+	}
+	IBST_EXPECT_EQ(now, refs);
+	if (now != refs)
+		return true;
 	rx_quiesce();
 	spin_lock_irqsave(&rx_lock, flags);
+	full = rx_nevents >= RX_MAX_EVENTS;
 	for (i = rx_drop_at + 1; i < rx_nevents; i++)
 		later += rx_events[i].id == id;
 	spin_unlock_irqrestore(&rx_lock, flags);
+	if (full)
+		IBST_FAIL("more than %d events: later ones not seen",
+			  RX_MAX_EVENTS);
 	IBST_EXPECT_EQ(later, 0);
+	return true;
 }
 
 /* Given back at the RTU that establishes it (the CM then disconnects). */
@@ -1746,8 +1759,8 @@ static void test_drop_on_rtu(void)
 		goto out;
 	rx_drop_on(IB_CM_RTU_RECEIVED);
 	IBST_EXPECT(!rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'u'));
-	rx_drop_done(c.id, IB_CM_RTU_RECEIVED, refs);
-	c.id = NULL;
+	if (rx_drop_done(c.id, IB_CM_RTU_RECEIVED, refs))
+		c.id = NULL;
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_DREQ_ATTR_ID, dreqs));
 out:
 	rx_passive_end(&c);
@@ -1764,8 +1777,8 @@ static void test_drop_on_dreq(void)
 		goto out;
 	rx_drop_on(IB_CM_DREQ_RECEIVED);
 	IBST_EXPECT(!rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'x'));
-	rx_drop_done(c.id, IB_CM_DREQ_RECEIVED, refs);
-	c.id = NULL;
+	if (rx_drop_done(c.id, IB_CM_DREQ_RECEIVED, refs))
+		c.id = NULL;
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_DREP_ATTR_ID, dreps));
 out:
 	rx_passive_end(&c);
@@ -1786,8 +1799,8 @@ static void test_drop_on_lap(void)
 	rx_drop_on(IB_CM_LAP_RECEIVED);
 	rx_lap_path(&alt);
 	IBST_EXPECT(!rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'L'));
-	rx_drop_done(c.id, IB_CM_LAP_RECEIVED, refs);
-	c.id = NULL;
+	if (rx_drop_done(c.id, IB_CM_LAP_RECEIVED, refs))
+		c.id = NULL;
 out:
 	rx_passive_end(&c);
 	IBST_EXPECT(rx_lap_switch(false));
@@ -1804,8 +1817,8 @@ static void test_drop_on_user_established(void)
 		goto out;
 	rx_drop_on(IB_CM_USER_ESTABLISHED);
 	IBST_EXPECT_EQ(ib_cm_notify(c.id, IB_EVENT_COMM_EST), 0);
-	rx_drop_done(c.id, IB_CM_USER_ESTABLISHED, refs);
-	c.id = NULL;
+	if (rx_drop_done(c.id, IB_CM_USER_ESTABLISHED, refs))
+		c.id = NULL;
 out:
 	rx_passive_end(&c);
 }
@@ -1822,8 +1835,8 @@ static void test_drop_on_timewait_exit(void)
 	rx_drop_on(IB_CM_TIMEWAIT_EXIT);
 	IBST_EXPECT(!ib_send_cm_dreq(c.id, NULL, 0));
 	IBST_EXPECT(!rx_send_ids(CM_DREP_ATTR_ID, &c.peer, c.id, 'Z'));
-	rx_drop_done(c.id, IB_CM_TIMEWAIT_EXIT, refs);
-	c.id = NULL;
+	if (rx_drop_done(c.id, IB_CM_TIMEWAIT_EXIT, refs))
+		c.id = NULL;
 out:
 	rx_active_end(&c);
 }
@@ -1846,8 +1859,8 @@ static void test_drop_on_dreq_error(void)
 	IBST_EXPECT(!ib_send_cm_rtu(c.id, NULL, 0));
 	rx_drop_on(IB_CM_DREQ_ERROR);
 	IBST_EXPECT(!ib_send_cm_dreq(c.id, NULL, 0));
-	rx_drop_done(c.id, IB_CM_DREQ_ERROR, refs);
-	c.id = NULL;
+	if (rx_drop_done(c.id, IB_CM_DREQ_ERROR, refs))
+		c.id = NULL;
 out:
 	rx_active_end(&c);
 }
