@@ -73,7 +73,8 @@ remove_rxe() {
 
 	shift 2
 	start=$(date +%s)
-	timeout -k 5 "$DELETE_LIMIT" rdma link delete rxe0 &
+	# At normal priority, whatever the calling shell's.
+	chrt -o 0 timeout -k 5 "$DELETE_LIMIT" rdma link delete rxe0 &
 	deleter=$!
 	# Wait until the deleter blocks in ib_uverbs: rdma_cm and the other
 	# clients that come before it are done then.
@@ -173,7 +174,8 @@ round_setup() {
 	stdbuf -oL cmtime -s "$MY_IP" -p "$port" -c "$NSETUP" \
 		> /tmp/setup-client.out 2>&1 &
 	cpid=$!
-	# Watch (and remove) at real-time priority; cmtime is not affected.
+	# Watch at real-time priority (cmtime, started before, and the
+	# removal, which remove_rxe starts at normal priority, are not).
 	chrt -f -p 10 $$
 	if ! wait_reps $((rep0 + want)) "$cpid"; then
 		setup_bad="$setup_bad $round:noprogress"
