@@ -561,13 +561,17 @@ static void pvcm_ev_establish(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
  * Lifecycle event: the connection ends.  This is the one delayed delete
  * path: the entry (still reachable for the teardown MADs) goes to the
  * TimeWait FIFO.  A second call does nothing: repeated teardown MADs must
- * not hold the entry in TimeWait for ever.
+ * not hold the entry in TimeWait for ever.  An entry already in TimeWait
+ * because it expired idle stays there, but can no longer be brought back:
+ * its connection has now ended for good.
  */
 static void pvcm_release(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 {
 	struct mlx4_ib_pvcm_slave *s = pvcm_slave(pv, e);
 
 	lockdep_assert_held(&pv->lock);
+	if (e->state == PVCM_TIMEWAIT)
+		WRITE_ONCE(e->idle, 0);
 	if (e->state == PVCM_DEAD || e->state == PVCM_TIMEWAIT)
 		return;
 	s->nr_live--;
@@ -1135,7 +1139,10 @@ static bool pvcm_event_needed(const struct pvcm_entry *e, u8 ev)
 		return state == PVCM_PENDING ||
 		       (state == PVCM_TIMEWAIT && READ_ONCE(e->idle));
 	case PVCM_EV_RELEASE:
-		return state != PVCM_DEAD && state != PVCM_TIMEWAIT;
+		/* in TimeWait: only an idle-expired entry has to end */
+		if (state == PVCM_TIMEWAIT)
+			return READ_ONCE(e->idle);
+		return state != PVCM_DEAD;
 	case PVCM_EV_NONE:
 		return false;
 	}

@@ -497,6 +497,36 @@ static void t_idle_revive(void)
 	t_settle();
 }
 
+/*
+ * An idle-expired entry whose connection then ends (the peer's DREQ, the
+ * VF's DREP) stays ended: a late LAP or RTU does not bring it back.
+ */
+static void t_ended_idle_stays_ended(void)
+{
+	const int s = 13;
+	struct ib_mad mad;
+	int err, to;
+	u32 pv;
+
+	t_req_in(&mad, 0xac1, T_PEER_GUID_A, s);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	pv = t_out(s, CM_REP_ATTR_ID, 0x8b1, 0xac1, &err);
+	IBST_EXPECT_EQ(err, 0);
+	IBST_EXPECT(t_wait_state(pv, PVCM_TIMEWAIT));
+	t_mad(&mad, CM_DREQ_ATTR_ID, 0xac1, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	t_out(s, CM_DREP_ATTR_ID, 0x8b1, 0xac1, &err);
+	IBST_EXPECT_EQ(err, 0);
+	t_mad(&mad, CM_LAP_ATTR_ID, 0xac1, pv);
+	t_dmx(&mad, &to);
+	IBST_EXPECT_EQ(t_state(pv), PVCM_TIMEWAIT);
+	t_mad(&mad, CM_RTU_ATTR_ID, 0xac1, pv);
+	t_dmx(&mad, &to);
+	IBST_EXPECT_EQ(t_state(pv), PVCM_TIMEWAIT);
+	IBST_EXPECT_EQ(t_stats(s).live, 0);
+	t_settle();
+}
+
 /* SIDR: the request maps, the reply releases; the VF's replies pass */
 static void t_sidr(void)
 {
@@ -1377,6 +1407,7 @@ static const struct ibst_case t_cases[] = {
 	{ "pinned_entry_outlives_reap", t_pin_vs_reap },
 	{ "never_rtu_expires", t_never_rtu },
 	{ "idle_expired_entry_revives", t_idle_revive },
+	{ "ended_idle_entry_stays_ended", t_ended_idle_stays_ended },
 	{ "sidr_rep_releases", t_sidr },
 	{ "vf_rej_unmapped_only_rejects_req", t_rej_forged },
 	{ "vf_sidr_rep_only_for_delivered_req", t_sidr_forged },
