@@ -485,11 +485,33 @@ static void test_fail_nth_sweep(void)
 	IBST_EXPECT(after_port1 > 0);
 }
 
+/*
+ * The Debian 6.1 ib_core's SA client reads the capabilities of port 1 of
+ * every device it is added to (ib_sa_add_one() asks rdma_cap_ib_sa()
+ * about port i + 1 instead of i + rdma_start_port()): beyond the port
+ * data of a switch, whose only port is 0, which KASAN reports.  So the
+ * switch cases run only when asked for.
+ */
+static bool switch_dev;
+module_param(switch_dev, bool, 0444);
+MODULE_PARM_DESC(switch_dev,
+		 "also register mock switches (ib_core's SA client reads past their port data)");
+
+static bool mock_switch_wanted(void)
+{
+	if (!switch_dev)
+		ibst_skip("switch_dev=0: ib_core 6.1's SA client reads past a switch's port data");
+	return switch_dev;
+}
+
 /* A switch runs its CM on port 0, its only port. */
 static void test_switch_port0(void)
 {
-	struct mock_dev *m = mock_add(true, MOCK_NO_PORT, false);
+	struct mock_dev *m;
 
+	if (!mock_switch_wanted())
+		return;
+	m = mock_add(true, MOCK_NO_PORT, false);
 	if (!m)
 		return;
 	IBST_EXPECT_EQ(rdma_start_port(&m->ibdev), 0);
@@ -502,8 +524,11 @@ static void test_switch_port0(void)
 /* The same failure on a switch: port 0 is undone. */
 static void test_switch_port0_fails(void)
 {
-	struct mock_dev *m = mock_add(true, 0, false);
+	struct mock_dev *m;
 
+	if (!mock_switch_wanted())
+		return;
+	m = mock_add(true, 0, false);
 	if (!m)
 		return;
 	mock_expect_given_up(m, true);

@@ -77,6 +77,7 @@ static const struct ibst_suite ibst_this;
  */
 static struct {
 	unsigned int failures;	/* failed checks of the running case */
+	const char *skip;	/* why the running case was skipped, or NULL */
 #if IS_ENABLED(CONFIG_KUNIT)
 	struct kunit *test;	/* KUnit's context while KUnit runs a case */
 	bool kunit_ran;		/* KUnit ran this module's suite */
@@ -141,6 +142,22 @@ static __maybe_unused bool ibst_case_failed(void)
 }
 
 /**
+ * ibst_skip() - mark the running case skipped
+ * @why: the reason, for the result line ("ok N name # SKIP why")
+ *
+ * For a case that cannot run on this system; the case returns right
+ * after.  A skipped case counts as neither passed nor failed.
+ */
+static __maybe_unused void ibst_skip(const char *why)
+{
+	ibst.skip = why;
+#if IS_ENABLED(CONFIG_KUNIT)
+	if (ibst.test)
+		kunit_mark_skipped(ibst.test, "%s", why);
+#endif
+}
+
+/**
  * IBST_FAIL() - fail the running case with a message
  * @fmt: printf format of the message, without the trailing newline
  * @...: its arguments
@@ -174,7 +191,7 @@ static __maybe_unused bool ibst_case_failed(void)
 static int ibst_run_ktap(const struct ibst_suite *s)
 {
 	const struct ibst_case *c;
-	unsigned int n = 0, failed = 0;
+	unsigned int n = 0, failed = 0, skipped = 0;
 	int err;
 
 	if (s->setup) {
@@ -190,16 +207,22 @@ static int ibst_run_ktap(const struct ibst_suite *s)
 	pr_info("1..%u\n", n);
 	for (n = 1, c = s->cases; c->name; c++, n++) {
 		ibst.failures = 0;
+		ibst.skip = NULL;
 		c->run();
 		if (ibst.failures)
 			failed++;
-		pr_info("%s %u %s\n", ibst.failures ? "not ok" : "ok", n,
-			c->name);
+		else if (ibst.skip)
+			skipped++;
+		if (ibst.skip && !ibst.failures)
+			pr_info("ok %u %s # SKIP %s\n", n, c->name, ibst.skip);
+		else
+			pr_info("%s %u %s\n", ibst.failures ? "not ok" : "ok",
+				n, c->name);
 	}
 	if (s->teardown)
 		s->teardown();
-	pr_info("# %s: %u passed, %u failed\n", s->name, n - 1 - failed,
-		failed);
+	pr_info("# %s: %u passed, %u failed, %u skipped\n", s->name,
+		n - 1 - failed - skipped, failed, skipped);
 	return failed ? -EINVAL : 0;
 }
 
@@ -221,6 +244,7 @@ static void ibst_table(struct kunit *test)
 	const struct ibst_case *c = test->param_value;
 
 	ibst.failures = 0;
+	ibst.skip = NULL;
 	ibst.test = test;
 	c->run();
 	ibst.test = NULL;
