@@ -25,6 +25,13 @@ NP=$CFG/$IQN/tpgt_1/np/$MY_IP:3260
 
 rxe_up || exit 1
 
+# A kernel built without the LIO iSCSI target cannot run this.
+if ! modinfo iscsi_target_mod ib_isert > /dev/null 2>&1; then
+	tap_ok "iSER target # SKIP no iscsi_target_mod/ib_isert in $(uname -r)"
+	tap_done
+	exit $?
+fi
+
 target_up() {
 	modprobe iscsi_target_mod || return 1
 	modprobe ib_isert || return 1
