@@ -117,6 +117,21 @@ static bool pvcm_fault(void)
 	return atomic_add_unless(&pvcm_test_fail_nth, -1, 0) &&
 	       atomic_read(&pvcm_test_fail_nth) == 0;
 }
+
+/*
+ * Called by pvcm_create() with the id of the entry it just published,
+ * after pv->lock is dropped and before it returns: the test module sends
+ * wire MADs from here, where a stranger's could come.
+ */
+static void (*pvcm_test_after_publish)(u32 pv_cm_id);
+
+static void pvcm_after_publish(u32 pv_cm_id)
+{
+	void (*hook)(u32 pv_cm_id) = READ_ONCE(pvcm_test_after_publish);
+
+	if (hook)
+		hook(pv_cm_id);
+}
 #else
 static u32 pvcm_timewait_jiffies(void)
 {
@@ -134,6 +149,10 @@ static bool pvcm_fault(void)
 }
 
 static void pvcm_note_break(void)
+{
+}
+
+static void pvcm_after_publish(u32 pv_cm_id)
 {
 }
 #endif
@@ -284,10 +303,12 @@ struct pvcm_key {
 /*
  * One mapping.  @link is used while the entry sits on a slave list and
  * @rcu once it is off all lists; key, pv_cm_id and epoch never change.
- * @remote_id is the peer's comm id, 0 until known: set once, by cmpxchg()
- * from the VF's MADs (which carry it as their remote id) or from the
- * peer's REP, and read with READ_ONCE().  @sidr is set before the VF's
- * SIDR_REQ leaves, so before any answer can come.  56 bytes on 64-bit.
+ * @remote_id is the peer's comm id, 0 until known: set once, before the
+ * entry is published when the VF's MAD that creates it carries it (as its
+ * remote id), else later by cmpxchg() from the VF's MADs or from the
+ * peer's REP, and read with READ_ONCE().  @sidr is set before the entry
+ * is published when a SIDR_REQ creates it, so before any wire MAD can
+ * find it.  56 bytes on 64-bit.
  */
 struct pvcm_entry {
 	struct rhash_head hnode;
@@ -630,15 +651,21 @@ static bool pvcm_event_needed(const struct pvcm_entry *e, u8 ev);
 static void pvcm_event_locked(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e,
 			      u8 ev);
 
+static void pvcm_note_out(struct pvcm_entry *e, u32 peer, bool sidr);
+
 /*
- * Create the entry for (slave, sl_cm_id), apply @ev to it under the same
- * hold of pv->lock and return its id in @pv_cm_id; the caller keeps no
- * reference.  An entry of a concurrent creator that is still live wins; an
- * entry on its way out is replaced in the (slave, sl_cm_id) index only and
- * keeps its release path.
+ * Create the entry for (slave, sl_cm_id) with the peer's comm id @peer
+ * (0: not known yet) and the SIDR flag @sidr of the VF's MAD that creates
+ * it, apply @ev to it under the same hold of pv->lock and return its id in
+ * @pv_cm_id; the caller keeps no reference.  Both are set before the entry
+ * is published: from then on a wire MAD that names the (predictable) id
+ * is checked against them, and a stranger's REP would otherwise become the
+ * peer.  An entry of a concurrent creator that is still live wins and
+ * learns @peer and @sidr as from a later MAD; an entry on its way out is
+ * replaced in the (slave, sl_cm_id) index only and keeps its release path.
  */
 static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
-		       u8 ev, u32 *pv_cm_id)
+		       u32 peer, bool sidr, u8 ev, u32 *pv_cm_id)
 {
 	struct mlx4_ib_pvcm_slave *s = &pv->slaves[slave];
 	unsigned int cap = READ_ONCE(pvcm_max_per_vf);
@@ -654,8 +681,8 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	e->key.slave = slave;
 	e->state = PVCM_PENDING;
 	e->indexed = 0;
-	e->remote_id = 0;
-	e->sidr = 0;
+	e->remote_id = peer;
+	e->sidr = sidr;
 	e->idle = 0;
 	refcount_set(&e->ref, 1);	/* the map's */
 
@@ -696,6 +723,7 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	}
 	if (old && pvcm_live(pv, old)) {
 		*pv_cm_id = old->pv_cm_id;
+		pvcm_note_out(old, peer, sidr);
 		if (pvcm_event_needed(old, ev))
 			pvcm_event_locked(pv, old, ev);
 		spin_unlock(&pv->lock);
@@ -726,6 +754,7 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	if (pvcm_event_needed(e, ev))	/* not the refresh of a new entry */
 		pvcm_event_locked(pv, e, ev);
 	spin_unlock(&pv->lock);
+	pvcm_after_publish(id);
 	return 0;
 
 unlock:
@@ -1216,18 +1245,32 @@ static int pvcm_drop(struct mlx4_ib_dev *dev, int slave, int err,
 /*
  * What a VF's MAD tells about its own entry, before the MAD leaves: that
  * it is a SIDR request, or the peer's comm id (the remote id of every
- * connection MAD but the REQ).  A VF can only mislead its own entry.
+ * connection MAD but the REQ; 0 for those).  A VF can only mislead its
+ * own entry.
  */
-static void pvcm_note_out(struct pvcm_entry *e, const struct ib_mad *mad)
+static u32 pvcm_out_peer(const struct ib_mad *mad)
 {
 	u32 peer;
 
-	if (pvcm_is_attr(mad, CM_SIDR_REQ_ATTR_ID)) {
+	if (pvcm_remote_id(mad, &peer))
+		return 0;
+	return peer;
+}
+
+static bool pvcm_out_sidr(const struct ib_mad *mad)
+{
+	return pvcm_is_attr(mad, CM_SIDR_REQ_ATTR_ID);
+}
+
+/* learn @peer and @sidr from a VF's MAD for an entry that exists */
+static void pvcm_note_out(struct pvcm_entry *e, u32 peer, bool sidr)
+{
+	if (sidr) {
 		if (!READ_ONCE(e->sidr))
 			WRITE_ONCE(e->sidr, 1);
 		return;
 	}
-	if (READ_ONCE(e->remote_id) || pvcm_remote_id(mad, &peer) || !peer)
+	if (READ_ONCE(e->remote_id) || !peer)
 		return;
 	cmpxchg(&e->remote_id, 0, peer);
 }
@@ -1244,7 +1287,7 @@ static int pvcm_out_map(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	e = pvcm_find_sl(pv, slave, sl_cm_id);
 	if (e && (pvcm_accept(pv, e, accept_timewait) ||
 		  (ev == PVCM_EV_REVIVE && pvcm_revivable(pv, e)))) {
-		pvcm_note_out(e, mad);
+		pvcm_note_out(e, pvcm_out_peer(mad), pvcm_out_sidr(mad));
 		pvcm_set_local_id(mad, e->pv_cm_id);
 		pvcm_event(pv, e, ev);
 		rcu_read_unlock();
@@ -1254,15 +1297,11 @@ static int pvcm_out_map(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	if (!create)
 		return -ENOENT;
 
-	ret = pvcm_create(pv, slave, sl_cm_id, ev, &pv_cm_id);
+	/* the new entry is published knowing what this MAD tells */
+	ret = pvcm_create(pv, slave, sl_cm_id, pvcm_out_peer(mad),
+			  pvcm_out_sidr(mad), ev, &pv_cm_id);
 	if (ret)
 		return ret;
-	/* nothing of this MAD is on the wire yet: no answer can race */
-	rcu_read_lock();
-	e = pvcm_find_pv(pv, pv_cm_id);
-	if (e)
-		pvcm_note_out(e, mad);
-	rcu_read_unlock();
 	pvcm_set_local_id(mad, pv_cm_id);
 	return 0;
 }
@@ -1677,6 +1716,8 @@ static void pvcm_teardown(struct mlx4_ib_pvcm *pv)
 	struct pvcm_route *r, *rtmp;
 	int i;
 
+	/* the handlers take no more MADs before anything goes away */
+	WRITE_ONCE(pv->ready, false);
 	spin_lock(&pv->lock);
 	pv->dying = true;
 	spin_unlock(&pv->lock);
@@ -1700,7 +1741,6 @@ static void pvcm_teardown(struct mlx4_ib_pvcm *pv)
 		pvcm_route_free(pv, r);
 	spin_unlock(&pv->lock);
 
-	WRITE_ONCE(pv->ready, false);
 	debugfs_remove(pv->debugfs);
 	pv->debugfs = NULL;
 	rhashtable_destroy(&pv->routes);

@@ -696,6 +696,84 @@ static void t_wire_peer_only(void)
 	t_settle();
 }
 
+/* a stranger's MAD, sent from inside pvcm_create() once it published */
+static struct ib_mad t_window_mad;
+static u32 t_window_pv;
+static int t_window_err;
+
+static void t_stranger_in_window(u32 pv_cm_id)
+{
+	int to;
+
+	t_window_pv = pv_cm_id;
+	put_unaligned_be32(pv_cm_id, t_window_mad.data + 4);
+	t_window_err = t_dmx(&t_window_mad, &to);
+}
+
+/* VF @slave sends @attr; a stranger's REP for the new pv id races it */
+static u32 t_out_raced(int slave, __be16 attr, u32 sl, u32 remote, int *err)
+{
+	u32 pv;
+
+	t_mad(&t_window_mad, CM_REP_ATTR_ID, 0xbad, 0);
+	t_window_pv = 0;
+	t_window_err = 1;
+	WRITE_ONCE(pvcm_test_after_publish, t_stranger_in_window);
+	pv = t_out(slave, attr, sl, remote, err);
+	WRITE_ONCE(pvcm_test_after_publish, NULL);
+	IBST_EXPECT_EQ(t_window_pv, pv);
+	return pv;
+}
+
+/*
+ * An entry is published knowing its peer's comm id and whether it is a
+ * SIDR one: a stranger's REP that names the new (predictable) pv id before
+ * the VF's MAD has left must not become the peer.
+ */
+static void t_peer_known_before_published(void)
+{
+	const int s = 11;
+	struct ib_mad mad;
+	int err, to;
+	u32 pv;
+
+	/* passive VF: its REP creates the entry */
+	t_req_in(&mad, 0xcc1, T_PEER_GUID_A, s);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	pv = t_out_raced(s, CM_REP_ATTR_ID, 0x7c1, 0xcc1, &err);
+	IBST_EXPECT_EQ(err, 0);
+	ibst_diag("stranger's REP inside pvcm_create(): %d", t_window_err);
+	IBST_EXPECT_EQ(t_window_err, -EPERM);
+	t_mad(&mad, CM_RTU_ATTR_ID, 0xbad, pv);
+	err = t_dmx(&mad, &to);
+	ibst_diag("stranger's RTU: %d", err);
+	IBST_EXPECT_EQ(err, -EPERM);
+	t_mad(&mad, CM_RTU_ATTR_ID, 0xcc1, pv);
+	err = t_dmx(&mad, &to);
+	ibst_diag("peer's RTU: %d", err);
+	IBST_EXPECT_EQ(err, 0);
+	IBST_EXPECT_EQ(to, s);
+	IBST_EXPECT_EQ(t_remote(&mad), 0x7c1);
+	t_mad(&mad, CM_DREQ_ATTR_ID, 0xbad, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), -EPERM);
+	t_mad(&mad, CM_DREQ_ATTR_ID, 0xcc1, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	t_out(s, CM_DREP_ATTR_ID, 0x7c1, 0xcc1, &err);
+	IBST_EXPECT_EQ(err, 0);
+
+	/* SIDR: no connection MAD acts on the new entry, the SIDR_REP does */
+	pv = t_out_raced(s, CM_SIDR_REQ_ATTR_ID, 0x7c2, 0, &err);
+	IBST_EXPECT_EQ(err, 0);
+	ibst_diag("stranger's REP to a SIDR_REQ's id: %d", t_window_err);
+	IBST_EXPECT_EQ(t_window_err, -EPERM);
+	t_mad(&mad, CM_SIDR_REP_ATTR_ID, pv, 0);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, s);
+	IBST_EXPECT_EQ(t_remote(&mad), 0x7c2);
+	IBST_EXPECT_EQ(t_stats(s).live, 0);
+	t_settle();
+}
+
 /* RoCE: a MAD for the slave of its GID never acts on another's entry */
 static void t_roce_gid_slave(void)
 {
@@ -1412,6 +1490,7 @@ static const struct ibst_case t_cases[] = {
 	{ "vf_rej_unmapped_only_rejects_req", t_rej_forged },
 	{ "vf_sidr_rep_only_for_delivered_req", t_sidr_forged },
 	{ "wire_teardown_only_from_peer", t_wire_peer_only },
+	{ "peer_known_before_published", t_peer_known_before_published },
 	{ "roce_demux_stays_with_gid_slave", t_roce_gid_slave },
 	{ "realloc_no_orphan", t_realloc },
 	{ "per_slave_clean", t_clean_slave },
