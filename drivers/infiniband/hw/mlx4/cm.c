@@ -1245,8 +1245,9 @@ static int pvcm_drop(struct mlx4_ib_dev *dev, int slave, int err,
 /*
  * What a VF's MAD tells about its own entry, before the MAD leaves: that
  * it is a SIDR request, or the peer's comm id (the remote id of every
- * connection MAD but the REQ; 0 for those).  A VF can only mislead its
- * own entry.
+ * connection MAD but the REQ; 0 for those).  The remote id is not
+ * checked against the REQs delivered to the VF (see the design notes on
+ * a VF answering another VF's REQ).
  */
 static u32 pvcm_out_peer(const struct ib_mad *mad)
 {
