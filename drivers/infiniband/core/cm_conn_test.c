@@ -1886,6 +1886,22 @@ static void cc_after_drop(struct cc_conn *c, bool timeouts)
 	cc_end(probe);
 }
 
+/* Listen and send the REQ; true once the passive side has its cm_id. */
+static bool cc_req_delivered(struct cc_conn *c)
+{
+	return cc_listen(c) && cc_send_req(c) &&
+	       cc_wait(c, NULL, IB_CM_REQ_RECEIVED, NULL) && cc_passive(c);
+}
+
+/* The same, then the REP; true once the active side has the REP. */
+static bool cc_rep_delivered(struct cc_conn *c)
+{
+	if (!cc_req_delivered(c))
+		return false;
+	IBST_EXPECT_EQ(ib_send_cm_rep(c->pas, &c->rep), 0);
+	return cc_wait(c, c->act, IB_CM_REP_RECEIVED, NULL);
+}
+
 /* The passive side gives its cm_id back at the REQ: it is rejected. */
 static void test_drop_on_req(void)
 {
@@ -1911,8 +1927,7 @@ static void test_drop_on_rep(void)
 
 	cc_conn_init(c, IB_QPT_RC, CC_PLT);
 	cc_drop_on(c, true, IB_CM_REP_RECEIVED);
-	if (!cc_listen(c) || !cc_send_req(c) ||
-	    !cc_wait(c, NULL, IB_CM_REQ_RECEIVED, NULL) || !cc_passive(c))
+	if (!cc_req_delivered(c))
 		goto out;
 	IBST_EXPECT_EQ(ib_send_cm_rep(c->pas, &c->rep), 0);
 	if (!cc_wait_dropped(c) ||
@@ -1934,11 +1949,7 @@ static void test_drop_on_rtu(void)
 
 	cc_conn_init(c, IB_QPT_RC, CC_PLT);
 	cc_drop_on(c, false, IB_CM_RTU_RECEIVED);
-	if (!cc_listen(c) || !cc_send_req(c) ||
-	    !cc_wait(c, NULL, IB_CM_REQ_RECEIVED, NULL) || !cc_passive(c))
-		goto out;
-	IBST_EXPECT_EQ(ib_send_cm_rep(c->pas, &c->rep), 0);
-	if (!cc_wait(c, c->act, IB_CM_REP_RECEIVED, NULL))
+	if (!cc_rep_delivered(c))
 		goto out;
 	IBST_EXPECT_EQ(ib_send_cm_rtu(c->act, NULL, 0), 0);
 	if (!cc_wait_dropped(c) ||
@@ -1960,11 +1971,7 @@ static void test_drop_on_user_established(void)
 
 	cc_conn_init(c, IB_QPT_RC, CC_PLT);
 	cc_drop_on(c, false, IB_CM_USER_ESTABLISHED);
-	if (!cc_listen(c) || !cc_send_req(c) ||
-	    !cc_wait(c, NULL, IB_CM_REQ_RECEIVED, NULL) || !cc_passive(c))
-		goto out;
-	IBST_EXPECT_EQ(ib_send_cm_rep(c->pas, &c->rep), 0);
-	if (!cc_wait(c, c->act, IB_CM_REP_RECEIVED, NULL))
+	if (!cc_rep_delivered(c))
 		goto out;
 	IBST_EXPECT_EQ(ib_cm_notify(c->pas, IB_EVENT_COMM_EST), 0);
 	if (cc_wait_dropped(c))
@@ -2030,8 +2037,7 @@ static void test_drop_on_rej(void)
 
 	cc_conn_init(c, IB_QPT_RC, CC_PLT);
 	cc_drop_on(c, true, IB_CM_REJ_RECEIVED);
-	if (!cc_listen(c) || !cc_send_req(c) ||
-	    !cc_wait(c, NULL, IB_CM_REQ_RECEIVED, NULL) || !cc_passive(c))
+	if (!cc_req_delivered(c))
 		goto out;
 	IBST_EXPECT_EQ(ib_send_cm_rej(c->pas, IB_CM_REJ_CONSUMER_DEFINED,
 				      NULL, 0, NULL, 0), 0);
@@ -2085,8 +2091,7 @@ static void test_drop_on_rep_error(void)
 	cc_conn_init_fast(c);
 	c->req.local_cm_response_timeout = CC_FAST_RESP;
 	cc_drop_on(c, false, IB_CM_REP_ERROR);
-	if (!cc_listen(c) || !cc_send_req(c) ||
-	    !cc_wait(c, NULL, IB_CM_REQ_RECEIVED, NULL) || !cc_passive(c))
+	if (!cc_req_delivered(c))
 		goto out;
 	IBST_EXPECT_EQ(ib_send_cm_rep(c->pas, &c->rep), 0);
 	/* The active side leaves the REP unanswered. */
