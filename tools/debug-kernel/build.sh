@@ -18,6 +18,10 @@
 #   $CACHE/<key>/env            KEY, KDIR, KREL, KERNEL, MODROOT (shell)
 #   $CACHE/<key>/done           written last: the cache entry is complete
 #
+# A new key starts from a copy of the newest complete entry of the same
+# source package (its objects included), so a changed fragment rebuilds only
+# what the changed options reach instead of the whole kernel.
+#
 # CACHE defaults to ${XDG_CACHE_HOME:-$HOME/.cache}/pvcm-debug-kernel.  The
 # machine is shared, so the build runs under "nice -n 19".
 #
@@ -113,6 +117,22 @@ kmake() {
 }
 
 # -------------------------------------------------------------- extract
+# A fragment that changed needs a new kernel, but most of its objects are
+# those of the newest complete entry of the same source: start from a copy
+# of that tree and let make rebuild what the new configuration touches.
+seed=
+if [ ! -e "$KDIR/.extracted" ]; then
+	seed=$(ls -1td "$CACHE/linux-source-6.1_${srcver}_"*/done 2>/dev/null |
+		head -n 1) || true
+	seed=${seed%/done}
+fi
+if [ -n "$seed" ] && [ -e "$seed/linux/.extracted" ]; then
+	step "seeding $KDIR from $seed/linux"
+	rm -rf "$KDIR" "$DIR/seed.tmp"
+	cp -a "$seed/linux" "$DIR/seed.tmp"
+	mv "$DIR/seed.tmp" "$KDIR"
+	step_done seed
+fi
 if [ ! -e "$KDIR/.extracted" ]; then
 	step "extracting $TARBALL into $KDIR"
 	rm -rf "$KDIR" "$DIR/extract.tmp"
