@@ -82,10 +82,10 @@ module_param_cb(pvcm_pending_timeout, &pvcm_pending_timeout_ops,
 MODULE_PARM_DESC(pvcm_pending_timeout,
 		 "PV-CM: seconds an unestablished connection id may stay idle, 1..86400 (default 120)");
 
-static unsigned int pvcm_max_routes = 65536;
+static unsigned int pvcm_max_routes = 16384;
 module_param(pvcm_max_routes, uint, 0644);
 MODULE_PARM_DESC(pvcm_max_routes,
-		 "PV-CM: max remembered incoming REQs per device for REJ(timeout) routing (default 65536)");
+		 "PV-CM: max remembered incoming requests per VF, the VF's oldest is forgotten first, 0 = no limit (default 16384)");
 
 #ifdef MLX4_IB_PVCM_TEST
 /* test build: short timeouts and fault injection, set by the test module */
@@ -173,6 +173,7 @@ static struct dentry *pvcm_debugfs_root;
 #define PVCM_OFF_REQ_DGID	72	/* REQ: primary path, remote port GID */
 #define PVCM_OFF_REJ_ARI	12	/* REJ: additional reject information */
 #define PVCM_REJ_MSG_REQ	0	/* REJ: MsgRejected, the REQ was rejected */
+#define PVCM_MRA_MSG_REQ	0	/* MRA: MsgMRAed, the REQ is delayed */
 
 static bool pvcm_is_attr(const struct ib_mad *mad, __be16 attr)
 {
@@ -348,10 +349,12 @@ static const struct rhashtable_params pvcm_sl_params = {
 enum pvcm_route_kind {
 	PVCM_ROUTE_REQ,		/* an incoming REQ, for REJ(timeout) */
 	PVCM_ROUTE_SIDR,	/* an incoming SIDR_REQ, for the VF's SIDR_REP */
+	PVCM_ROUTE_ANSWER,	/* an incoming REQ, for the VF's answer */
 };
 
 /*
  * REQ: the peer's CA GUID and comm id and the port, @slave 0.
+ * ANSWER: the peer's comm id, the port and the slave it went to.
  * SIDR: the request id and the slave it went to, the rest 0.
  */
 struct pvcm_route_key {
@@ -362,7 +365,10 @@ struct pvcm_route_key {
 	u8 slave;
 };
 
-/* where an incoming REQ or SIDR_REQ went */
+/*
+ * Where an incoming REQ or SIDR_REQ went.  @slave owns the route: it is on
+ * that slave's list and counts against its pvcm_max_routes.
+ */
 struct pvcm_route {
 	struct rhash_head hnode;
 	union {
@@ -777,8 +783,39 @@ static void pvcm_route_free(struct mlx4_ib_pvcm *pv, struct pvcm_route *r)
 	lockdep_assert_held(&pv->lock);
 	list_del(&r->link);
 	rhashtable_remove_fast(&pv->routes, &r->hnode, pvcm_route_params);
-	pv->nr_routes--;
+	pv->slaves[r->slave].nr_routes--;
 	kfree_rcu(r, rcu);
+}
+
+/*
+ * Make room for one more route of @s: at its limit the slave forgets its
+ * own oldest request, never another slave's.  Requests flooding one VF
+ * (from the wire or from another VF) cost that VF only.  The routes a
+ * clean of the slave has set aside still count until it frees them.
+ */
+static void pvcm_route_room(struct mlx4_ib_pvcm *pv,
+			    struct mlx4_ib_pvcm_slave *s)
+{
+	unsigned int max = READ_ONCE(pvcm_max_routes);
+
+	lockdep_assert_held(&pv->lock);
+	while (max && s->nr_routes >= max && !list_empty(&s->routes))
+		pvcm_route_free(pv, list_first_entry(&s->routes,
+						     struct pvcm_route, link));
+}
+
+/* put @r (new, or moved from another slave) at the tail of @slave's list */
+static void pvcm_route_own(struct mlx4_ib_pvcm *pv, struct pvcm_route *r,
+			   int slave)
+{
+	struct mlx4_ib_pvcm_slave *s = &pv->slaves[slave];
+
+	lockdep_assert_held(&pv->lock);
+	WRITE_ONCE(r->slave, slave);
+	r->deadline = (u32)jiffies + pvcm_timewait_jiffies();
+	list_add_tail(&r->link, &s->routes);
+	s->nr_routes++;
+	pvcm_arm(pv, r->deadline);
 }
 
 /* remember (or refresh) where an incoming request was delivered */
@@ -792,7 +829,6 @@ static int pvcm_route_note(struct mlx4_ib_pvcm *pv,
 	if (!r)
 		return -ENOMEM;
 	r->key = *key;
-	r->slave = slave;
 
 	spin_lock(&pv->lock);
 	if (pv->dying) {
@@ -801,24 +837,19 @@ static int pvcm_route_note(struct mlx4_ib_pvcm *pv,
 	}
 	old = rhashtable_lookup_fast(&pv->routes, key, pvcm_route_params);
 	if (old) {
-		WRITE_ONCE(old->slave, slave);
-		old->deadline = (u32)jiffies + pvcm_timewait_jiffies();
-		list_move_tail(&old->link, &pv->route_fifo);
-		pvcm_arm(pv, old->deadline);
+		/* a repeated request; a REQ route may change hands */
+		list_del(&old->link);
+		pv->slaves[old->slave].nr_routes--;
+		pvcm_route_room(pv, &pv->slaves[slave]);
+		pvcm_route_own(pv, old, slave);
 		goto out_free;
 	}
-	if (pv->nr_routes >= READ_ONCE(pvcm_max_routes)) {
-		ret = -EDQUOT;
-		goto out_free;
-	}
+	pvcm_route_room(pv, &pv->slaves[slave]);
 	ret = rhashtable_insert_fast(&pv->routes, &r->hnode,
 				     pvcm_route_params);
 	if (ret)
 		goto out_free;
-	r->deadline = (u32)jiffies + pvcm_timewait_jiffies();
-	list_add_tail(&r->link, &pv->route_fifo);
-	pv->nr_routes++;
-	pvcm_arm(pv, r->deadline);
+	pvcm_route_own(pv, r, slave);
 	spin_unlock(&pv->lock);
 	return 0;
 
@@ -845,6 +876,22 @@ static int pvcm_route_lookup(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
 	return slave;
 }
 
+/* was a REQ from comm id @comm_id delivered to @slave on @port? */
+static bool pvcm_req_delivered(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
+			       int slave)
+{
+	struct pvcm_route_key key = {
+		.comm_id = comm_id, .port = port, .kind = PVCM_ROUTE_ANSWER,
+		.slave = slave,
+	};
+	bool found;
+
+	rcu_read_lock();
+	found = rhashtable_lookup(&pv->routes, &key, pvcm_route_params);
+	rcu_read_unlock();
+	return found;
+}
+
 /* was a SIDR_REQ with request id @req_id delivered to @slave? */
 static bool pvcm_sidr_delivered(struct mlx4_ib_pvcm *pv, u32 req_id,
 				int slave)
@@ -861,12 +908,13 @@ static bool pvcm_sidr_delivered(struct mlx4_ib_pvcm *pv, u32 req_id,
 }
 
 /*
- * Expire what is due on @s's FIFOs, at most PVCM_BATCH entries.
+ * Expire what is due on @s's FIFOs, at most PVCM_BATCH entries or routes.
  * Return: false if the batch ran out with more possibly due.
  */
 static bool pvcm_reap_slave(struct mlx4_ib_pvcm *pv,
 			    struct mlx4_ib_pvcm_slave *s, u32 now)
 {
+	struct pvcm_route *r, *rtmp;
 	struct pvcm_entry *e, *tmp;
 	unsigned int n = 0;
 
@@ -886,31 +934,22 @@ static bool pvcm_reap_slave(struct mlx4_ib_pvcm *pv,
 			return false;
 		pvcm_final(pv, e);
 	}
+	list_for_each_entry_safe(r, rtmp, &s->routes, link) {
+		if (!pvcm_due(r->deadline, now))
+			break;
+		if (n++ == PVCM_BATCH)
+			return false;
+		pvcm_route_free(pv, r);
+	}
 	e = list_first_entry_or_null(&s->pending, struct pvcm_entry, link);
 	if (e)
 		pvcm_arm(pv, e->deadline);
 	e = list_first_entry_or_null(&s->timewait, struct pvcm_entry, link);
 	if (e)
 		pvcm_arm(pv, e->deadline);
-	return true;
-}
-
-/* the same for the route FIFO */
-static bool pvcm_reap_routes(struct mlx4_ib_pvcm *pv, u32 now)
-{
-	struct pvcm_route *r, *rtmp;
-	unsigned int n = 0;
-
-	lockdep_assert_held(&pv->lock);
-	list_for_each_entry_safe(r, rtmp, &pv->route_fifo, link) {
-		if (!pvcm_due(r->deadline, now)) {
-			pvcm_arm(pv, r->deadline);
-			break;
-		}
-		if (n++ == PVCM_BATCH)
-			return false;
-		pvcm_route_free(pv, r);
-	}
+	r = list_first_entry_or_null(&s->routes, struct pvcm_route, link);
+	if (r)
+		pvcm_arm(pv, r->deadline);
 	return true;
 }
 
@@ -924,7 +963,7 @@ static void pvcm_lock_break(struct mlx4_ib_pvcm *pv)
 	spin_lock(&pv->lock);
 }
 
-/* expire what is due, PVCM_BATCH entries or routes per lock hold */
+/* expire what is due, PVCM_BATCH entries and routes per lock hold */
 static void pvcm_reap(struct work_struct *work)
 {
 	struct mlx4_ib_pvcm *pv = container_of(to_delayed_work(work),
@@ -943,11 +982,6 @@ static void pvcm_reap(struct work_struct *work)
 		spin_unlock(&pv->lock);
 		cond_resched();
 	}
-
-	spin_lock(&pv->lock);
-	while (!pvcm_reap_routes(pv, now))
-		pvcm_lock_break(pv);
-	spin_unlock(&pv->lock);
 }
 
 /*
@@ -1007,34 +1041,31 @@ static void pvcm_clean_list(struct mlx4_ib_pvcm *pv,
 	spin_unlock(&pv->lock);
 }
 
-/* the same for the routes of @slave */
-static void pvcm_clean_routes(struct mlx4_ib_pvcm *pv, int slave)
+/*
+ * Forget the requests delivered to the slave before its clean, PVCM_BATCH
+ * routes per hold of pv->lock.  They are set aside first: the routes that
+ * join the list meanwhile are of requests delivered after the clean.
+ */
+static void pvcm_clean_routes(struct mlx4_ib_pvcm *pv,
+			      struct mlx4_ib_pvcm_slave *s)
 {
 	struct pvcm_route *r, *rtmp;
 	LIST_HEAD(todo);
-	LIST_HEAD(keep);
 	unsigned int n;
 
 	spin_lock(&pv->lock);
-	list_splice_init(&pv->route_fifo, &todo);
+	list_splice_init(&s->routes, &todo);
 	for (;;) {
 		n = 0;
 		list_for_each_entry_safe(r, rtmp, &todo, link) {
 			if (n++ == PVCM_BATCH)
 				break;
-			if (r->slave == slave)
-				pvcm_route_free(pv, r);
-			else
-				list_move_tail(&r->link, &keep);
+			pvcm_route_free(pv, r);
 		}
 		if (list_empty(&todo))
 			break;
 		pvcm_lock_break(pv);
 	}
-	list_splice(&keep, &pv->route_fifo);
-	r = list_first_entry_or_null(&pv->route_fifo, struct pvcm_route, link);
-	if (r)
-		pvcm_arm(pv, r->deadline);
 	spin_unlock(&pv->lock);
 }
 
@@ -1049,7 +1080,7 @@ static void pvcm_clean_slave(struct mlx4_ib_pvcm *pv, int slave)
 	pvcm_clean_list(pv, s, &s->pending, false, true);
 	pvcm_clean_list(pv, s, &s->established, false, false);
 	pvcm_clean_list(pv, s, &s->timewait, true, true);
-	pvcm_clean_routes(pv, slave);
+	pvcm_clean_routes(pv, s);
 }
 
 static void pvcm_clean_work(struct work_struct *work)
@@ -1235,27 +1266,55 @@ static int pvcm_drop(struct mlx4_ib_dev *dev, int slave, int err,
 }
 
 /*
- * Rewrite the VF's local id of @mad to the pv_cm_id of (slave, sl_cm_id)
- * and apply @ev.  An existing entry is used inside RCU; with @create a
- * missing one is made (outside RCU: creating may sleep).  No reference is
- * taken either way.
- * Return: 0, -ENOENT if there is no entry to use and @create is false, or
- * the error of the creation.
+ * A REP, an MRA of a REQ and a REJ of a REQ answer a REQ: their remote id
+ * names the requester.  They are the only MADs from which a VF's entry
+ * learns its peer.
  */
+static bool pvcm_answers_req(const struct ib_mad *mad)
+{
+	if (pvcm_is_attr(mad, CM_REP_ATTR_ID))
+		return true;
+	if (pvcm_is_attr(mad, CM_MRA_ATTR_ID))
+		return IBA_GET(CM_MRA_MESSAGE_MRAED,
+			       (const struct cm_mra_msg *)mad) ==
+		       PVCM_MRA_MSG_REQ;
+	return pvcm_is_attr(mad, CM_REJ_ATTR_ID) && pvcm_rej_of_req(mad);
+}
+
 /*
- * What a VF's MAD tells about its own entry, before the MAD leaves: that
- * it is a SIDR request, or the peer's comm id (the remote id of every
- * connection MAD but the REQ; 0 for those).  The remote id is not
- * checked against the REQs delivered to the VF (see the design notes on
- * a VF answering another VF's REQ).
+ * What a VF's MAD tells about its own entry, before the MAD leaves: the
+ * peer's comm id if it answers a REQ (checked by pvcm_check_answer()
+ * first), else 0.
  */
 static u32 pvcm_out_peer(const struct ib_mad *mad)
 {
 	u32 peer;
 
-	if (pvcm_remote_id(mad, &peer))
+	if (!pvcm_answers_req(mad) || pvcm_remote_id(mad, &peer))
 		return 0;
 	return peer;
+}
+
+/*
+ * May @slave answer the REQ that @mad names?  Only one delivered to it on
+ * @port: the pv ids of other VFs' pending REQs can be guessed, and the
+ * first answer to reach one (over the wire, or looped back to this master)
+ * would take that connection over or end it.  Once @e knows its peer, an
+ * answer must name that peer.  Other MADs of the VF are left to the far
+ * end, which checks the pair of ids they carry (pvcm_from_peer() here).
+ */
+static int pvcm_check_answer(struct mlx4_ib_pvcm *pv, int port, u32 slave,
+			     const struct pvcm_entry *e,
+			     const struct ib_mad *mad)
+{
+	u32 peer, known;
+
+	if (!pvcm_answers_req(mad) || pvcm_remote_id(mad, &peer))
+		return 0;
+	known = e ? READ_ONCE(e->remote_id) : 0;
+	if (known)
+		return peer == known ? 0 : -EPERM;
+	return pvcm_req_delivered(pv, port, peer, slave) ? 0 : -EPERM;
 }
 
 static bool pvcm_out_sidr(const struct ib_mad *mad)
@@ -1276,8 +1335,17 @@ static void pvcm_note_out(struct pvcm_entry *e, u32 peer, bool sidr)
 	cmpxchg(&e->remote_id, 0, peer);
 }
 
-static int pvcm_out_map(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
-			struct ib_mad *mad, u8 ev, bool create,
+/*
+ * Rewrite the VF's local id of @mad to the pv_cm_id of (slave, sl_cm_id)
+ * and apply @ev.  An existing entry is used inside RCU; with @create a
+ * missing one is made (outside RCU: creating may sleep).  No reference is
+ * taken either way.
+ * Return: 0, -ENOENT if there is no entry to use and @create is false,
+ * -EPERM for an answer to a REQ the VF did not get, or the error of the
+ * creation.
+ */
+static int pvcm_out_map(struct mlx4_ib_pvcm *pv, int port, u32 slave,
+			u32 sl_cm_id, struct ib_mad *mad, u8 ev, bool create,
 			bool accept_timewait)
 {
 	struct pvcm_entry *e;
@@ -1288,17 +1356,24 @@ static int pvcm_out_map(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	e = pvcm_find_sl(pv, slave, sl_cm_id);
 	if (e && (pvcm_accept(pv, e, accept_timewait) ||
 		  (ev == PVCM_EV_REVIVE && pvcm_revivable(pv, e)))) {
-		pvcm_note_out(e, pvcm_out_peer(mad), pvcm_out_sidr(mad));
-		pvcm_set_local_id(mad, e->pv_cm_id);
-		pvcm_event(pv, e, ev);
+		ret = pvcm_check_answer(pv, port, slave, e, mad);
+		if (!ret) {
+			pvcm_note_out(e, pvcm_out_peer(mad),
+				      pvcm_out_sidr(mad));
+			pvcm_set_local_id(mad, e->pv_cm_id);
+			pvcm_event(pv, e, ev);
+		}
 		rcu_read_unlock();
-		return 0;
+		return ret;
 	}
 	rcu_read_unlock();
 	if (!create)
 		return -ENOENT;
 
 	/* the new entry is published knowing what this MAD tells */
+	ret = pvcm_check_answer(pv, port, slave, NULL, mad);
+	if (ret)
+		return ret;
 	ret = pvcm_create(pv, slave, sl_cm_id, pvcm_out_peer(mad),
 			  pvcm_out_sidr(mad), ev, &pv_cm_id);
 	if (ret)
@@ -1306,6 +1381,8 @@ static int pvcm_out_map(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	pvcm_set_local_id(mad, pv_cm_id);
 	return 0;
 }
+
+#define PVCM_NOT_ASKED	"answers a REQ this VF did not get"
 
 static int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
 			  struct ib_mad *mad, size_t len)
@@ -1339,12 +1416,13 @@ static int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
 
 	switch (pol->out) {
 	case PVCM_OUT_CREATE:
-		ret = pvcm_out_map(pv, slave, sl_cm_id, mad, pol->out_ev,
+		ret = pvcm_out_map(pv, port, slave, sl_cm_id, mad, pol->out_ev,
 				   true, false);
 		if (ret)
 			return pvcm_drop(dev, slave, ret, mad,
-					 ret == -EDQUOT ?
-					 "over the per-VF cap" : "cannot map");
+					 ret == -EDQUOT ? "over the per-VF cap" :
+					 ret == -EPERM ? PVCM_NOT_ASKED :
+					 "cannot map");
 		return 0;
 	case PVCM_OUT_REJ:
 		/*
@@ -1354,20 +1432,26 @@ static int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
 		 * connection.  A REJ(timeout) of an unknown id is dropped: no
 		 * peer knows a pv_cm_id for it, a new one would route nothing.
 		 */
-		ret = pvcm_out_map(pv, slave, sl_cm_id, mad, pol->out_ev,
+		ret = pvcm_out_map(pv, port, slave, sl_cm_id, mad, pol->out_ev,
 				   false, true);
 		if (ret == -ENOENT && !pvcm_rej_timeout(mad)) {
 			if (!pvcm_rej_of_req(mad))
 				return pvcm_drop(dev, slave, ret, mad,
 						 "REJ of no connection of this VF");
+			ret = pvcm_check_answer(pv, port, slave, NULL, mad);
+			if (ret)
+				return pvcm_drop(dev, slave, ret, mad,
+						 PVCM_NOT_ASKED);
 			pvcm_set_local_id(mad, 0);
 			return 0;
 		}
 		if (ret)
-			return pvcm_drop(dev, slave, ret, mad, "cannot map");
+			return pvcm_drop(dev, slave, ret, mad,
+					 ret == -EPERM ? PVCM_NOT_ASKED :
+					 "cannot map");
 		return 0;
 	default:
-		ret = pvcm_out_map(pv, slave, sl_cm_id, mad, pol->out_ev,
+		ret = pvcm_out_map(pv, port, slave, sl_cm_id, mad, pol->out_ev,
 				   false, true);
 		if (ret)
 			return pvcm_drop(dev, slave, ret, mad,
@@ -1402,21 +1486,31 @@ static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
 		return 0;
 	}
 	/* RoCE: mad.c chose the slave by GID; no REJ(timeout) route */
-	if (fixed)
-		return 0;
-
-	if_id = pvcm_req_dest_if_id(mad);
-	s = mlx4_ib_find_real_gid(&dev->ib_dev, port, if_id);
-	if (s < 0 || s >= MLX4_MFUNC_MAX)
-		return pvcm_drop(dev, -1, -ENOENT, mad, "no slave owns the GID");
-	*slave = s;
-	key.ca_guid = pvcm_req_guid(mad);
-	key.comm_id = pvcm_get32(mad, PVCM_OFF_LOCAL_ID);
-	key.port = port;
+	if (fixed) {
+		s = *slave;
+	} else {
+		if_id = pvcm_req_dest_if_id(mad);
+		s = mlx4_ib_find_real_gid(&dev->ib_dev, port, if_id);
+		if (s < 0 || s >= MLX4_MFUNC_MAX)
+			return pvcm_drop(dev, -1, -ENOENT, mad,
+					 "no slave owns the GID");
+		*slave = s;
+		key.ca_guid = pvcm_req_guid(mad);
+		key.comm_id = pvcm_get32(mad, PVCM_OFF_LOCAL_ID);
+		key.port = port;
+		ret = pvcm_route_note(pv, &key, s);
+		if (ret)	/* only a REJ(timeout) of this REQ suffers */
+			ibdev_dbg(&dev->ib_dev,
+				  "pvcm: REQ route not kept (%d)\n", ret);
+	}
+	/* without this route the VF's answer is dropped; the REQ is resent */
+	key = (struct pvcm_route_key) {
+		.comm_id = pvcm_get32(mad, PVCM_OFF_LOCAL_ID), .port = port,
+		.kind = PVCM_ROUTE_ANSWER, .slave = s,
+	};
 	ret = pvcm_route_note(pv, &key, s);
-	if (ret)	/* the REQ still goes through; only REJ(timeout) suffers */
-		ibdev_dbg(&dev->ib_dev, "pvcm: REQ route not kept (%d)\n",
-			  ret);
+	if (ret)
+		return pvcm_drop(dev, s, ret, mad, "REQ not remembered");
 	return 0;
 }
 
@@ -1577,6 +1671,7 @@ static void pvcm_slave_stats(struct mlx4_ib_pvcm *pv, int slave,
 	st->timewait += s->nr_timewait;
 	st->allocated += s->allocated;
 	st->freed += s->freed;
+	st->routes += s->nr_routes;
 	spin_unlock(&pv->lock);
 	st->dropped += atomic_long_read(&s->dropped);
 	st->cap_hits += atomic_long_read(&s->cap_hits);
@@ -1608,9 +1703,6 @@ int mlx4_ib_pvcm_get_stats(struct mlx4_ib_dev *dev, int slave,
 	for (i = 0; i < MLX4_MFUNC_MAX; i++)
 		pvcm_slave_stats(pv, i, st);
 	st->dropped += atomic_long_read(&pv->dropped);
-	spin_lock(&pv->lock);
-	st->routes = pv->nr_routes;
-	spin_unlock(&pv->lock);
 	return 0;
 }
 
@@ -1679,7 +1771,6 @@ void mlx4_ib_cm_paravirt_init(struct mlx4_ib_dev *dev)
 	memset(pv, 0, sizeof(*pv));
 	spin_lock_init(&pv->lock);
 	xa_init_flags(&pv->pv_ids, XA_FLAGS_ALLOC1);
-	INIT_LIST_HEAD(&pv->route_fifo);
 	INIT_DELAYED_WORK(&pv->reaper, pvcm_reap);
 	INIT_WORK(&pv->clean_work, pvcm_clean_work);
 	if (!mlx4_is_master(dev->dev))
@@ -1692,6 +1783,7 @@ void mlx4_ib_cm_paravirt_init(struct mlx4_ib_dev *dev)
 		INIT_LIST_HEAD(&pv->slaves[i].pending);
 		INIT_LIST_HEAD(&pv->slaves[i].established);
 		INIT_LIST_HEAD(&pv->slaves[i].timewait);
+		INIT_LIST_HEAD(&pv->slaves[i].routes);
 	}
 	if (rhashtable_init(&pv->sl_ids, &pvcm_sl_params))
 		goto err_slaves;
@@ -1734,13 +1826,11 @@ static void pvcm_teardown(struct mlx4_ib_pvcm *pv)
 			pvcm_final(pv, e);
 		list_for_each_entry_safe(e, tmp, &s->timewait, link)
 			pvcm_final(pv, e);
+		list_for_each_entry_safe(r, rtmp, &s->routes, link)
+			pvcm_route_free(pv, r);
 		spin_unlock(&pv->lock);
 		cond_resched();
 	}
-	spin_lock(&pv->lock);
-	list_for_each_entry_safe(r, rtmp, &pv->route_fifo, link)
-		pvcm_route_free(pv, r);
-	spin_unlock(&pv->lock);
 
 	debugfs_remove(pv->debugfs);
 	pv->debugfs = NULL;

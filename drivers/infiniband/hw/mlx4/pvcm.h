@@ -29,8 +29,11 @@ struct mlx4_ib_dev;
  *	deadline first; they are released when the deadline passes
  * @established: entries of established connections (no deadline)
  * @timewait: released entries, oldest deadline first; freed at the deadline
+ * @routes: the routes of requests delivered to this VF, oldest deadline
+ *	first; the oldest goes when the VF is at pvcm_max_routes
  * @nr_live: entries on @pending and @established
  * @nr_timewait: entries on @timewait
+ * @nr_routes: routes on @routes
  * @nr_reset: entries on @timewait from before the last clean (of an epoch
  *	older than @reset_epoch); they do not count against the cap
  * @reset_epoch: the epoch the last clean of @timewait counted against
@@ -48,8 +51,10 @@ struct mlx4_ib_pvcm_slave {
 	struct list_head pending;
 	struct list_head established;
 	struct list_head timewait;
+	struct list_head routes;
 	u32 nr_live;
 	u32 nr_timewait;
+	u32 nr_routes;
 	u32 nr_reset;
 	u32 reset_epoch;
 	u64 allocated;
@@ -62,8 +67,8 @@ struct mlx4_ib_pvcm_slave {
 /**
  * struct mlx4_ib_pvcm - PV-CM id cache of one mlx4_ib device
  * @lock: protects the per-slave lists and counters, entry state and
- *	deadlines, membership of entries in @sl_ids and @pv_ids, the
- *	REJ(timeout) route FIFO and the reaper bookkeeping below
+ *	deadlines, membership of entries in @sl_ids and @pv_ids, membership
+ *	of routes in @routes and the reaper bookkeeping below
  * @pv_ids: pv_cm_id -> entry; read under RCU.  An id is first reserved
  *	(xa_alloc_cyclic() of a NULL entry, invisible to lookups) without
  *	@lock; only the creator that reserved an index stores the entry
@@ -71,10 +76,11 @@ struct mlx4_ib_pvcm_slave {
  *	A published entry is erased under @lock only
  * @pv_next: cyclic allocation cursor of @pv_ids (under the xa_lock)
  * @sl_ids: (slave, sl_cm_id) -> current entry; read under RCU
- * @routes: (port, remote comm id, remote CA GUID) -> slave for incoming
- *	REQs, so that a REJ(timeout) without a remote id can be routed
- * @route_fifo: the routes, oldest deadline first
- * @nr_routes: number of routes
+ * @routes: what the VFs were asked: per incoming REQ, (port, remote comm
+ *	id, remote CA GUID) -> slave, so that a REJ(timeout) without a
+ *	remote id can be routed, and (port, remote comm id, slave), so that
+ *	only that slave may answer it; per incoming SIDR_REQ, (request id,
+ *	slave).  Read under RCU; each route is on its slave's @routes list
  * @bad_cleans: clean requests for a slave number out of range (atomic)
  * @slaves: MLX4_MFUNC_MAX per-slave structures
  * @reaper: the one delayed work that expires entries and routes
@@ -93,8 +99,6 @@ struct mlx4_ib_pvcm {
 	u32 pv_next;
 	struct rhashtable sl_ids;
 	struct rhashtable routes;
-	struct list_head route_fifo;
-	u32 nr_routes;
 	atomic_long_t bad_cleans;
 	struct mlx4_ib_pvcm_slave *slaves;
 	struct delayed_work reaper;
@@ -116,7 +120,8 @@ struct mlx4_ib_pvcm {
  * @freed: entries freed
  * @dropped: MADs dropped (malformed, unknown id, over cap, no memory)
  * @cap_hits: MADs dropped because a slave hit its cap
- * @routes: REJ(timeout) routes (device totals only)
+ * @routes: remembered requests (REQ and SIDR_REQ routes) delivered to
+ *	the VF
  */
 struct mlx4_ib_pvcm_stats {
 	u64 live;

@@ -336,9 +336,12 @@ static void t_rej_out(void)
 	int err, to;
 	u32 pv;
 
-	/* VF was active: REQ, then gives up with a REJ */
+	/* VF was active: REQ, the peer's REP, then the VF rejects it */
 	pv = t_out(s, CM_REQ_ATTR_ID, 0x501, 0, &err);
+	t_mad(&mad, CM_REP_ATTR_ID, 0xddd, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
 	t_rej(&mad, 0x501, 0xddd, IB_CM_REJ_CONSUMER_DEFINED, NULL);
+	IBA_SET(CM_REJ_MESSAGE_REJECTED, (struct cm_rej_msg *)&mad, 1);
 	IBST_EXPECT_EQ(t_mux(s, &mad), 0);
 	IBST_EXPECT_EQ(t_local(&mad), pv);
 
@@ -353,6 +356,8 @@ static void t_rej_out(void)
 	IBST_EXPECT_EQ(t_stats(s).timewait, 2);
 
 	/* a REJ of a REQ the VF never answered maps nothing, local id 0 */
+	t_req_in(&mad, 0xfff, T_PEER_GUID_A, s);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
 	t_rej(&mad, 0x503, 0xfff, IB_CM_REJ_CONSUMER_DEFINED, NULL);
 	IBST_EXPECT_EQ(t_mux(s, &mad), 0);
 	IBST_EXPECT_EQ(t_local(&mad), 0);
@@ -369,6 +374,8 @@ static void t_dreq_reuse(void)
 	u32 pv1, pv2;
 
 	pv1 = t_out(s, CM_REQ_ATTR_ID, 0x601, 0, &err);
+	t_mad(&mad, CM_REP_ATTR_ID, 0x1, pv1);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
 	t_out(s, CM_RTU_ATTR_ID, 0x601, 0x1, &err);
 	t_out(s, CM_DREQ_ATTR_ID, 0x601, 0x1, &err);
 	t_mad(&mad, CM_DREP_ATTR_ID, 0x1, pv1);
@@ -377,6 +384,8 @@ static void t_dreq_reuse(void)
 	pv2 = t_out(s, CM_REQ_ATTR_ID, 0x601, 0, &err);
 	IBST_EXPECT_EQ(err, 0);
 	IBST_EXPECT(pv2 != pv1);
+	t_mad(&mad, CM_REP_ATTR_ID, 0x2, pv2);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
 	t_out(s, CM_RTU_ATTR_ID, 0x601, 0x2, &err);
 
 	/* the old connection's TimeWait ends: the new one must survive */
@@ -430,9 +439,12 @@ static void t_pin_vs_reap(void)
 static void t_never_rtu(void)
 {
 	const int s = 7;
-	int err;
+	struct ib_mad mad;
+	int err, to;
 	u32 pv, pv2;
 
+	t_req_in(&mad, 0x9, T_PEER_GUID_A, s);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
 	pv = t_out(s, CM_REP_ATTR_ID, 0x701, 0x9, &err);
 	pv2 = t_out(s, CM_REP_ATTR_ID, 0x701, 0x9, &err);	/* duplicate */
 	IBST_EXPECT_EQ(pv2, pv);
@@ -476,6 +488,8 @@ static void t_idle_revive(void)
 	IBST_EXPECT_EQ(t_state(pv2), PVCM_ESTABLISHED);
 
 	/* passive VF repeating its REP keeps its pv id */
+	t_req_in(&mad, 0xab3, T_PEER_GUID_A, s);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
 	pv3 = t_out(s, CM_REP_ATTR_ID, 0x8a3, 0xab3, &err);
 	IBST_EXPECT(t_wait_state(pv3, PVCM_TIMEWAIT));
 	IBST_EXPECT_EQ(t_out(s, CM_REP_ATTR_ID, 0x8a3, 0xab3, &err), pv3);
@@ -564,7 +578,7 @@ static void t_rej_forged(void)
 	struct mlx4_ib_pvcm_stats before;
 	const int a = 6, b = 7;
 	struct ib_mad mad, orig;
-	int err;
+	int err, to;
 	u32 pv;
 
 	pv = t_out(a, CM_REQ_ATTR_ID, 0x661, 0, &err);
@@ -581,7 +595,9 @@ static void t_rej_forged(void)
 	IBST_EXPECT_EQ(t_mux(b, &mad), -ENOENT);
 	IBST_EXPECT_EQ(t_local(&mad), pv);
 
-	/* b rejects a REQ: passes, without a's pv id */
+	/* b rejects a REQ it got: passes, without a's pv id */
+	t_req_in(&mad, 0x9, T_PEER_GUID_A, b);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
 	t_rej(&mad, pv, 0x9, IB_CM_REJ_CONSUMER_DEFINED, NULL);
 	IBST_EXPECT_EQ(t_mux(b, &mad), 0);
 	IBST_EXPECT_EQ(t_local(&mad), 0);
@@ -590,6 +606,131 @@ static void t_rej_forged(void)
 	IBST_EXPECT_EQ(t_stats(b).dropped - before.dropped, 2);
 	IBST_EXPECT_EQ(t_stats(b).allocated, before.allocated);
 	t_out(a, CM_DREQ_ATTR_ID, 0x661, 0, &err);
+	t_settle();
+}
+
+/*
+ * A VF answers only the REQs delivered to it.  A REP, an MRA or a REJ of
+ * a REQ naming another VF's pending REQ (whose pv id is easy to guess)
+ * would, looped back through this master or sent to the requester's
+ * peer, take that connection over or end it: each is dropped unchanged,
+ * whether it would create an entry or use one of the VF's own that knows
+ * no peer yet.  Once delivered, the REQ can be answered, and later
+ * answers must name the same requester.
+ */
+static void t_answer_forged(void)
+{
+	struct mlx4_ib_pvcm_stats before;
+	const int a = 11, b = 12;
+	struct ib_mad mad, orig;
+	u32 pv, pvb;
+	int err, to;
+
+	pv = t_out(a, CM_REQ_ATTR_ID, 0xa11, 0, &err);
+	IBST_EXPECT_EQ(err, 0);
+	before = t_stats(b);
+
+	/* as b's first MAD of a connection: REP, MRA, REJ of the REQ */
+	t_mad(&mad, CM_REP_ATTR_ID, 0xb11, pv);
+	orig = mad;
+	IBST_EXPECT_EQ(t_mux(b, &mad), -EPERM);
+	IBST_EXPECT(!memcmp(&mad, &orig, sizeof(mad)));
+	t_mad(&mad, CM_MRA_ATTR_ID, 0xb12, pv);
+	IBST_EXPECT_EQ(t_mux(b, &mad), -EPERM);
+	t_rej(&mad, 0xb13, pv, IB_CM_REJ_CONSUMER_DEFINED, NULL);
+	IBST_EXPECT_EQ(t_mux(b, &mad), -EPERM);
+	IBST_EXPECT_EQ(t_local(&mad), 0xb13);
+
+	/* on an entry of b's own (its REQ) that knows no peer yet */
+	t_out(b, CM_REQ_ATTR_ID, 0xb14, 0, &err);
+	IBST_EXPECT_EQ(err, 0);
+	t_rej(&mad, 0xb14, pv, IB_CM_REJ_CONSUMER_DEFINED, NULL);
+	IBST_EXPECT_EQ(t_mux(b, &mad), -EPERM);
+	t_mad(&mad, CM_REP_ATTR_ID, 0xb14, pv);
+	IBST_EXPECT_EQ(t_mux(b, &mad), -EPERM);
+	/* another MAD naming that REQ does not make it b's peer either */
+	t_out(b, CM_RTU_ATTR_ID, 0xb14, pv, &err);
+	t_mad(&mad, CM_REP_ATTR_ID, 0xb14, pv);
+	IBST_EXPECT_EQ(t_mux(b, &mad), -EPERM);
+	IBST_EXPECT_EQ(t_stats(b).dropped - before.dropped, 6);
+	IBST_EXPECT_EQ(t_stats(b).allocated - before.allocated, 1);
+	IBST_EXPECT_EQ(t_state(pv), PVCM_PENDING);
+
+	/* a connects to b: the REQ loops back to b, b answers, a learns b */
+	t_req_in(&mad, pv, T_PEER_GUID_A, b);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, b);
+	t_mad(&mad, CM_REP_ATTR_ID, 0xb15, pv);
+	IBST_EXPECT_EQ(t_mux(b, &mad), 0);
+	pvb = t_local(&mad);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, a);
+	IBST_EXPECT_EQ(t_remote(&mad), 0xa11);
+
+	/* b's connection answers that REQ only: not another one it got */
+	t_req_in(&mad, 0xc0c, T_PEER_GUID_B, b);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	t_mad(&mad, CM_REP_ATTR_ID, 0xb15, 0xc0c);
+	IBST_EXPECT_EQ(t_mux(b, &mad), -EPERM);
+	IBST_EXPECT_EQ(t_out(b, CM_REP_ATTR_ID, 0xb15, pv, &err), pvb);
+	IBST_EXPECT_EQ(err, 0);
+
+	t_out(a, CM_DREQ_ATTR_ID, 0xa11, pvb, &err);
+	IBST_EXPECT_EQ(err, 0);
+	t_out(b, CM_DREQ_ATTR_ID, 0xb15, pv, &err);
+	IBST_EXPECT_EQ(err, 0);
+	t_out(b, CM_DREQ_ATTR_ID, 0xb14, 0, &err);
+	IBST_EXPECT_EQ(err, 0);
+	t_settle();
+}
+
+/*
+ * Requests delivered to one VF cost that VF only: at pvcm_max_routes it
+ * forgets its own oldest, while another VF's requests are still kept,
+ * answered and routed.
+ */
+static void t_routes_per_vf(void)
+{
+	unsigned int max = READ_ONCE(pvcm_max_routes);
+	__be64 gb = T_PEER_GUID_B;
+	const int a = 1, b = 2;
+	int i, err, to, errs = 0;
+	struct ib_mad mad;
+
+	WRITE_ONCE(pvcm_max_routes, 8);
+	t_req_in(&mad, 0xb0b, gb, b);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	for (i = 0; i < 100; i++) {
+		t_req_in(&mad, 0x5000 + i, T_PEER_GUID_A, a);
+		errs += t_dmx(&mad, &to) != 0 || to != a;
+	}
+	IBST_EXPECT_EQ(errs, 0);
+	IBST_EXPECT_EQ(t_stats(a).routes, 8);
+	IBST_EXPECT_EQ(t_stats(b).routes, 2);
+
+	/* a's newest request can be answered, its oldest no longer */
+	t_out(a, CM_REP_ATTR_ID, 0xa01, 0x5000 + 99, &err);
+	IBST_EXPECT_EQ(err, 0);
+	t_out(a, CM_REP_ATTR_ID, 0xa02, 0x5000, &err);
+	IBST_EXPECT_EQ(err, -EPERM);
+
+	/* b's requests, old and new, are kept */
+	t_req_in(&mad, 0xb0c, gb, b);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(t_stats(b).routes, 4);
+	t_out(b, CM_REP_ATTR_ID, 0xb01, 0xb0b, &err);
+	IBST_EXPECT_EQ(err, 0);
+	t_rej(&mad, 0xb02, 0xb0c, IB_CM_REJ_CONSUMER_DEFINED, NULL);
+	IBST_EXPECT_EQ(t_mux(b, &mad), 0);
+	t_rej(&mad, 0xb0c, 0, IB_CM_REJ_TIMEOUT, &gb);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, b);
+	WRITE_ONCE(pvcm_max_routes, max);
+
+	t_out(a, CM_DREQ_ATTR_ID, 0xa01, 0x5000 + 99, &err);
+	IBST_EXPECT_EQ(err, 0);
+	t_out(b, CM_DREQ_ATTR_ID, 0xb01, 0xb0b, &err);
+	IBST_EXPECT_EQ(err, 0);
 	t_settle();
 }
 
@@ -876,9 +1017,9 @@ static void t_clean_slave(void)
 /* a VF at its cap is refused; the other VFs are not */
 static void t_cap(void)
 {
+	struct mlx4_ib_pvcm_stats st, before = t_stats(12);
 	const int a = 12, b = 13;
 	unsigned int old = pvcm_max_per_vf;
-	struct mlx4_ib_pvcm_stats st;
 	int err, i;
 
 	pvcm_max_per_vf = 4;
@@ -896,9 +1037,9 @@ static void t_cap(void)
 	t_out(a, CM_REQ_ATTR_ID, 0xc11, 0, &err);
 	IBST_EXPECT_EQ(err, -EDQUOT);
 	st = t_stats(a);
-	IBST_EXPECT_EQ(st.cap_hits, 2);
-	IBST_EXPECT_EQ(st.dropped, 2);
-	IBST_EXPECT_EQ(st.allocated, 4);
+	IBST_EXPECT_EQ(st.cap_hits - before.cap_hits, 2);
+	IBST_EXPECT_EQ(st.dropped - before.dropped, 2);
+	IBST_EXPECT_EQ(st.allocated - before.allocated, 4);
 	IBST_EXPECT_EQ(t_stats(b).cap_hits, 0);
 
 	mlx4_ib_cm_paravirt_clean(t_dev, a);
@@ -970,7 +1111,9 @@ static void t_rej_timeout_route(void)
 	t_req_in(&mad, 0x999, gb, b);
 	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
 	IBST_EXPECT_EQ(to, b);
-	IBST_EXPECT_EQ(t_stats(-1).routes, 2);
+	/* per REQ: one route for REJ(timeout), one for the VF's answer */
+	IBST_EXPECT_EQ(t_stats(-1).routes, 4);
+	IBST_EXPECT_EQ(t_stats(a).routes, 2);
 
 	t_rej(&mad, 0x999, 0, IB_CM_REJ_TIMEOUT, &gb);
 	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
@@ -1119,13 +1262,20 @@ static void t_fail_nth(void)
 	t_out(s, CM_DREQ_ATTR_ID, 0xf00 + n, 0, &err);
 	IBST_EXPECT_EQ(err, 0);
 
-	/* the REQ route is best effort: the REQ is still delivered */
+	/* the REJ(timeout) route is best effort: the REQ is delivered */
 	atomic_set(&pvcm_test_fail_nth, 1);
 	t_req_in(&mad, 0xf77, T_PEER_GUID_A, s);
 	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
 	IBST_EXPECT_EQ(to, s);
 	IBST_EXPECT_EQ(atomic_read(&pvcm_test_fail_nth), 0);
-	IBST_EXPECT_EQ(t_stats(-1).routes, 0);
+	IBST_EXPECT_EQ(t_stats(-1).routes, 1);
+
+	/* the answer's is not: without it the VF could not answer */
+	atomic_set(&pvcm_test_fail_nth, 2);
+	t_req_in(&mad, 0xf78, T_PEER_GUID_A, s);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), -ENOMEM);
+	IBST_EXPECT_EQ(atomic_read(&pvcm_test_fail_nth), 0);
+	IBST_EXPECT_EQ(t_stats(-1).routes, 2);
 	t_settle();
 }
 
@@ -1510,6 +1660,8 @@ static const struct ibst_case t_cases[] = {
 	{ "ended_idle_entry_stays_ended", t_ended_idle_stays_ended },
 	{ "sidr_rep_releases", t_sidr },
 	{ "vf_rej_unmapped_only_rejects_req", t_rej_forged },
+	{ "vf_answers_only_delivered_req", t_answer_forged },
+	{ "routes_cost_their_vf_only", t_routes_per_vf },
 	{ "vf_sidr_rep_only_for_delivered_req", t_sidr_forged },
 	{ "wire_teardown_only_from_peer", t_wire_peer_only },
 	{ "peer_known_before_published", t_peer_known_before_published },

@@ -337,10 +337,13 @@ static long pb_per_entry(long bytes, u32 n)
 	return div_s64(bytes, n);
 }
 
-/* open connection i: REQ creates the mapping, RTU establishes it */
+/*
+ * Open connection i: the REQ creates the mapping, the peer's REP makes the
+ * peer known to it, the RTU establishes it.
+ */
 static int pb_open(struct pb_run *run, struct ib_mad *mad, u32 i)
 {
-	int slave = pb_slave(i), ret;
+	int slave = pb_slave(i), to = -1, ret;
 	u32 sl = pb_sl_id(i);
 
 	pb_mad_set(mad, CM_REQ_ATTR_ID, sl, 0);
@@ -348,6 +351,12 @@ static int pb_open(struct pb_run *run, struct ib_mad *mad, u32 i)
 	if (ret)
 		return ret;
 	run->pv_ids[i] = get_unaligned_be32(mad->data);
+	pb_mad_set(mad, CM_REP_ATTR_ID, PB_PEER_BASE + i, run->pv_ids[i]);
+	ret = pb_demux(run, &to, mad);
+	if (ret)
+		return ret;
+	if (to != slave)
+		return -EIO;
 	pb_mad_set(mad, CM_RTU_ATTR_ID, sl, PB_PEER_BASE + i);
 	ret = pb_mux(run, slave, mad);
 	if (ret)
