@@ -24,6 +24,7 @@
 #include <linux/debugfs.h>
 #include <linux/jiffies.h>
 #include <linux/module.h>
+#include <linux/random.h>
 #include <linux/rhashtable.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -454,10 +455,27 @@ pvcm_find_sl(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id)
 	return rhashtable_lookup(&pv->sl_ids, &key, pvcm_sl_params);
 }
 
+/*
+ * A pv_cm_id is the index of its entry in pv->pv_ids XORed with the
+ * device's random pv->id_xor, as ib_cm makes its local comm ids: handed
+ * out in sequence, the ids of one device cannot be guessed from a count.
+ * Indices stay below 2^31 and id_xor has bit 31 set, so no id is 0 (the
+ * "no id" of a REJ of a REQ).  XOR is its own inverse.
+ */
+static u32 pvcm_index(const struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
+{
+	return pv_cm_id ^ pv->id_xor;
+}
+
+static u32 pvcm_id_of(const struct mlx4_ib_pvcm *pv, u32 index)
+{
+	return index ^ pv->id_xor;
+}
+
 static struct pvcm_entry *pvcm_find_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
 {
 	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "pvcm: lookup outside RCU");
-	return xa_load(&pv->pv_ids, pv_cm_id);
+	return xa_load(&pv->pv_ids, pvcm_index(pv, pv_cm_id));
 }
 
 #ifdef MLX4_IB_PVCM_TEST
@@ -641,7 +659,7 @@ static void pvcm_final(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 	lockdep_assert_held(&pv->lock);
 	list_del(&e->link);
 	pvcm_unindex(pv, e);
-	xa_erase(&pv->pv_ids, e->pv_cm_id);
+	xa_erase(&pv->pv_ids, pvcm_index(pv, e->pv_cm_id));
 	if (pvcm_before_reset(s, e))
 		s->nr_reset--;
 	if (e->state == PVCM_TIMEWAIT)
@@ -694,11 +712,11 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 
 	/* reserve the id; lookups see it only once the entry is complete */
 	ret = pvcm_fault() ? -ENOMEM :
-	      xa_alloc_cyclic(&pv->pv_ids, &id, NULL, XA_LIMIT(1, U32_MAX),
+	      xa_alloc_cyclic(&pv->pv_ids, &id, NULL, XA_LIMIT(1, S32_MAX),
 			      &pv->pv_next, GFP_KERNEL);
 	if (ret < 0)
 		goto free;
-	e->pv_cm_id = id;
+	e->pv_cm_id = pvcm_id_of(pv, id);
 
 	spin_lock(&pv->lock);
 	/*
@@ -756,11 +774,11 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	s->nr_live++;
 	s->allocated++;
 	pvcm_arm(pv, e->deadline);
-	*pv_cm_id = id;
+	*pv_cm_id = e->pv_cm_id;
 	if (pvcm_event_needed(e, ev))	/* not the refresh of a new entry */
 		pvcm_event_locked(pv, e, ev);
 	spin_unlock(&pv->lock);
-	pvcm_after_publish(id);
+	pvcm_after_publish(*pv_cm_id);
 	return 0;
 
 unlock:
@@ -1771,6 +1789,7 @@ void mlx4_ib_cm_paravirt_init(struct mlx4_ib_dev *dev)
 	memset(pv, 0, sizeof(*pv));
 	spin_lock_init(&pv->lock);
 	xa_init_flags(&pv->pv_ids, XA_FLAGS_ALLOC1);
+	pv->id_xor = get_random_u32() | BIT(31);
 	INIT_DELAYED_WORK(&pv->reaper, pvcm_reap);
 	INIT_WORK(&pv->clean_work, pvcm_clean_work);
 	if (!mlx4_is_master(dev->dev))

@@ -69,12 +69,14 @@ struct mlx4_ib_pvcm_slave {
  * @lock: protects the per-slave lists and counters, entry state and
  *	deadlines, membership of entries in @sl_ids and @pv_ids, membership
  *	of routes in @routes and the reaper bookkeeping below
- * @pv_ids: pv_cm_id -> entry; read under RCU.  An id is first reserved
- *	(xa_alloc_cyclic() of a NULL entry, invisible to lookups) without
- *	@lock; only the creator that reserved an index stores the entry
- *	there (under @lock) or erases the unused reservation (without it).
- *	A published entry is erased under @lock only
+ * @pv_ids: index (pv_cm_id XOR @id_xor) -> entry; read under RCU.  An
+ *	index is first reserved (xa_alloc_cyclic() of a NULL entry,
+ *	invisible to lookups) without @lock; only the creator that reserved
+ *	an index stores the entry there (under @lock) or erases the unused
+ *	reservation (without it).  A published entry is erased under @lock
+ *	only
  * @pv_next: cyclic allocation cursor of @pv_ids (under the xa_lock)
+ * @id_xor: random, bit 31 set; set at init, then only read
  * @sl_ids: (slave, sl_cm_id) -> current entry; read under RCU
  * @routes: what the VFs were asked: per incoming REQ, (port, remote comm
  *	id, remote CA GUID) -> slave, so that a REJ(timeout) without a
@@ -97,6 +99,7 @@ struct mlx4_ib_pvcm {
 	spinlock_t lock; /* lists, counters, index membership: see @lock */
 	struct xarray pv_ids;
 	u32 pv_next;
+	u32 id_xor;
 	struct rhashtable sl_ids;
 	struct rhashtable routes;
 	atomic_long_t bad_cleans;

@@ -175,7 +175,7 @@ static bool t_wait_freed(u32 pv_cm_id)
 {
 	unsigned long until = jiffies + 3 * HZ;
 
-	while (xa_load(&t_pv->pv_ids, pv_cm_id)) {
+	while (xa_load(&t_pv->pv_ids, pvcm_index(t_pv, pv_cm_id))) {
 		if (time_after(jiffies, until))
 			return false;
 		msleep(20);
@@ -192,7 +192,7 @@ static bool t_wait_state(u32 pv_cm_id, u8 state)
 
 	for (;;) {
 		rcu_read_lock();
-		e = xa_load(&t_pv->pv_ids, pv_cm_id);
+		e = xa_load(&t_pv->pv_ids, pvcm_index(t_pv, pv_cm_id));
 		in = e && READ_ONCE(e->state) == state;
 		rcu_read_unlock();
 		if (in)
@@ -209,7 +209,7 @@ static u8 t_state(u32 pv_cm_id)
 	u8 state = PVCM_DEAD;
 
 	rcu_read_lock();
-	e = xa_load(&t_pv->pv_ids, pv_cm_id);
+	e = xa_load(&t_pv->pv_ids, pvcm_index(t_pv, pv_cm_id));
 	if (e)
 		state = READ_ONCE(e->state);
 	rcu_read_unlock();
@@ -284,6 +284,38 @@ static void t_conn_passive(void)
 	t_settle();
 }
 
+/*
+ * pv ids are not a count: each device XORs its indices with its own random
+ * operand, so a second device hands out other ids for the same indices,
+ * and no id is 0.
+ */
+static void t_ids_per_device(void)
+{
+	struct mlx4_dev *mdev2 = kzalloc(sizeof(*mdev2), GFP_KERNEL);
+	struct mlx4_ib_dev *dev2 = kzalloc(sizeof(*dev2), GFP_KERNEL);
+	struct ib_mad mad;
+	u32 pv2;
+
+	IBST_EXPECT(mdev2 && dev2);
+	if (!mdev2 || !dev2)
+		goto out;
+	mdev2->flags = MLX4_FLAG_MASTER;
+	dev2->dev = mdev2;
+	mlx4_ib_cm_paravirt_init(dev2);
+	IBST_EXPECT(dev2->sriov.pvcm.ready);
+	t_mad(&mad, CM_REQ_ATTR_ID, 0x123, 0);
+	IBST_EXPECT_EQ(mlx4_ib_multiplex_cm_handler(&dev2->ib_dev, T_PORT, 1,
+						    &mad), 0);
+	pv2 = t_local(&mad);
+	IBST_EXPECT_EQ(pvcm_index(&dev2->sriov.pvcm, pv2), 1);
+	IBST_EXPECT(pv2 != pvcm_id_of(t_pv, 1));
+	IBST_EXPECT(pv2 & BIT(31));
+	mlx4_ib_cm_paravirt_destroy(dev2);
+out:
+	kfree(dev2);
+	kfree(mdev2);
+}
+
 /* a released pv id stays reserved for TimeWait, then becomes free again */
 static void t_timewait(void)
 {
@@ -293,16 +325,16 @@ static void t_timewait(void)
 
 	pv = t_out(s, CM_REQ_ATTR_ID, 0x301, 0, &err);
 	t_out(s, CM_DREQ_ATTR_ID, 0x301, 0, &err);
-	IBST_EXPECT(xa_load(&t_pv->pv_ids, pv));
+	IBST_EXPECT(xa_load(&t_pv->pv_ids, pvcm_index(t_pv, pv)));
 
 	/* point the cyclic allocator at the reserved id */
-	t_pv->pv_next = pv;
+	t_pv->pv_next = pvcm_index(t_pv, pv);
 	pv2 = t_out(s, CM_REQ_ATTR_ID, 0x302, 0, &err);
 	IBST_EXPECT_EQ(err, 0);
 	IBST_EXPECT(pv2 != pv);
 
 	IBST_EXPECT(t_wait_freed(pv));
-	t_pv->pv_next = pv;
+	t_pv->pv_next = pvcm_index(t_pv, pv);
 	pv3 = t_out(s, CM_REQ_ATTR_ID, 0x303, 0, &err);
 	IBST_EXPECT_EQ(pv3, pv);
 
@@ -429,7 +461,7 @@ static void t_pin_vs_reap(void)
 	/* a late event on the dead entry changes nothing */
 	pvcm_event(t_pv, e, PVCM_EV_RELEASE);
 	IBST_EXPECT_EQ(t_stats(s).timewait, 0);
-	IBST_EXPECT(!xa_load(&t_pv->pv_ids, pv));
+	IBST_EXPECT(!xa_load(&t_pv->pv_ids, pvcm_index(t_pv, pv)));
 
 	pvcm_put(e);
 	t_settle();
@@ -962,9 +994,9 @@ static void t_realloc(void)
 	IBST_EXPECT_EQ(t_stats(s).live, 1);
 	IBST_EXPECT_EQ(t_stats(s).timewait, 1);
 
-	e = xa_load(&t_pv->pv_ids, pv1);
+	e = xa_load(&t_pv->pv_ids, pvcm_index(t_pv, pv1));
 	IBST_EXPECT(e && !e->indexed && e->state == PVCM_TIMEWAIT);
-	e = xa_load(&t_pv->pv_ids, pv2);
+	e = xa_load(&t_pv->pv_ids, pvcm_index(t_pv, pv2));
 	IBST_EXPECT(e && e->indexed && e->state == PVCM_PENDING);
 
 	/* the next DREQ ends the new connection, not the old one again */
@@ -1361,7 +1393,7 @@ static void t_expire(u32 pv_cm_id)
 	struct pvcm_entry *e;
 
 	spin_lock(&t_pv->lock);
-	e = xa_load(&t_pv->pv_ids, pv_cm_id);
+	e = xa_load(&t_pv->pv_ids, pvcm_index(t_pv, pv_cm_id));
 	if (e && e->state == PVCM_TIMEWAIT) {
 		WRITE_ONCE(e->deadline, (u32)jiffies);
 		list_move(&e->link, &pvcm_slave(t_pv, e)->timewait);
@@ -1588,9 +1620,10 @@ static int t_probe_thread(void *arg)
 	u32 id;
 
 	while (!kthread_should_stop()) {
-		id = READ_ONCE(t_pv->pv_next) - (get_random_u32() % 8);
+		id = pvcm_id_of(t_pv, READ_ONCE(t_pv->pv_next) -
+				(get_random_u32() % 8));
 		rcu_read_lock();
-		e = xa_load(&t_pv->pv_ids, id);
+		e = pvcm_find_pv(t_pv, id);
 		w->cycles += e ? 1 : 0;
 		rcu_read_unlock();
 		t_mad(&mad, CM_APR_ATTR_ID, 0x1, id);
@@ -1650,6 +1683,7 @@ static void t_stress(void)
 static const struct ibst_case t_cases[] = {
 	{ "conn_active_round_trip", t_conn_active },
 	{ "conn_passive_round_trip", t_conn_passive },
+	{ "pv_ids_differ_per_device", t_ids_per_device },
 	{ "timewait_reserves_pv_id", t_timewait },
 	{ "remote_rej_releases", t_rej_in },
 	{ "vf_rej_after_req_rep_releases", t_rej_out },
