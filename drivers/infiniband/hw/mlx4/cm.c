@@ -83,10 +83,10 @@ module_param_cb(pvcm_pending_timeout, &pvcm_pending_timeout_ops,
 MODULE_PARM_DESC(pvcm_pending_timeout,
 		 "PV-CM: seconds an unestablished connection id may stay idle, 1..86400 (default 120)");
 
-static unsigned int pvcm_max_routes = 16384;
+static unsigned int pvcm_max_routes = 4096;
 module_param(pvcm_max_routes, uint, 0644);
 MODULE_PARM_DESC(pvcm_max_routes,
-		 "PV-CM: max remembered incoming requests per VF, the VF's oldest is forgotten first, 0 = no limit (default 16384)");
+		 "PV-CM: max remembered incoming requests per VF, the VF's oldest is forgotten first, 0 = no limit (default 4096)");
 
 #ifdef MLX4_IB_PVCM_TEST
 /* test build: short timeouts and fault injection, set by the test module */
@@ -367,8 +367,10 @@ struct pvcm_route_key {
 };
 
 /*
- * Where an incoming REQ or SIDR_REQ went.  @slave owns the route: it is on
- * that slave's list and counts against its pvcm_max_routes.
+ * Where an incoming REQ or SIDR_REQ went (@slave).  @payer owns the route:
+ * it is on that slave's list and counts against its pvcm_max_routes.  The
+ * payer is the slave the request went to, or the slave that sent it when
+ * it came from a VF of this master (its comm id is one of our pv ids).
  */
 struct pvcm_route {
 	struct rhash_head hnode;
@@ -379,6 +381,7 @@ struct pvcm_route {
 	struct pvcm_route_key key;
 	u32 deadline;
 	u32 slave;		/* WRITE_ONCE under pv->lock, read under RCU */
+	u32 payer;		/* under pv->lock */
 };
 
 static const struct rhashtable_params pvcm_route_params = {
@@ -675,7 +678,7 @@ static bool pvcm_event_needed(const struct pvcm_entry *e, u8 ev);
 static void pvcm_event_locked(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e,
 			      u8 ev);
 
-static void pvcm_note_out(struct pvcm_entry *e, u32 peer, bool sidr);
+static bool pvcm_note_out(struct pvcm_entry *e, u32 peer, bool sidr);
 
 /*
  * Create the entry for (slave, sl_cm_id) with the peer's comm id @peer
@@ -746,14 +749,17 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 		goto unlock;
 	}
 	if (old && pvcm_live(pv, old)) {
-		*pv_cm_id = old->pv_cm_id;
-		pvcm_note_out(old, peer, sidr);
-		if (pvcm_event_needed(old, ev))
-			pvcm_event_locked(pv, old, ev);
+		ret = -EPERM;	/* it answers another requester */
+		if (pvcm_note_out(old, peer, sidr)) {
+			*pv_cm_id = old->pv_cm_id;
+			if (pvcm_event_needed(old, ev))
+				pvcm_event_locked(pv, old, ev);
+			ret = 0;
+		}
 		spin_unlock(&pv->lock);
 		xa_erase(&pv->pv_ids, id);
 		pvcm_discard(e);
-		return 0;
+		return ret;
 	}
 	if (old) {
 		ret = rhashtable_replace_fast(&pv->sl_ids, &old->hnode,
@@ -801,44 +807,52 @@ static void pvcm_route_free(struct mlx4_ib_pvcm *pv, struct pvcm_route *r)
 	lockdep_assert_held(&pv->lock);
 	list_del(&r->link);
 	rhashtable_remove_fast(&pv->routes, &r->hnode, pvcm_route_params);
-	pv->slaves[r->slave].nr_routes--;
+	pv->slaves[r->payer].nr_routes--;
 	kfree_rcu(r, rcu);
 }
 
 /*
  * Make room for one more route of @s: at its limit the slave forgets its
  * own oldest request, never another slave's.  Requests flooding one VF
- * (from the wire or from another VF) cost that VF only.  The routes a
- * clean of the slave has set aside still count until it frees them.
+ * (from the wire or from another VF) cost that VF, or the VF that sends
+ * them, only.  At most two go per new route, so that lowering the limit
+ * at run time does not free thousands in one hold of the lock: the count
+ * comes down over the next requests.  The routes a clean of the slave has
+ * set aside still count until it frees them.
  */
 static void pvcm_route_room(struct mlx4_ib_pvcm *pv,
 			    struct mlx4_ib_pvcm_slave *s)
 {
-	unsigned int max = READ_ONCE(pvcm_max_routes);
+	unsigned int max = READ_ONCE(pvcm_max_routes), n;
 
 	lockdep_assert_held(&pv->lock);
-	while (max && s->nr_routes >= max && !list_empty(&s->routes))
+	for (n = 0; n < 2 && max && s->nr_routes >= max &&
+	     !list_empty(&s->routes); n++)
 		pvcm_route_free(pv, list_first_entry(&s->routes,
 						     struct pvcm_route, link));
 }
 
-/* put @r (new, or moved from another slave) at the tail of @slave's list */
+/* put @r (new, or taken off its list) at the tail of @payer's list */
 static void pvcm_route_own(struct mlx4_ib_pvcm *pv, struct pvcm_route *r,
-			   int slave)
+			   int payer)
 {
-	struct mlx4_ib_pvcm_slave *s = &pv->slaves[slave];
+	struct mlx4_ib_pvcm_slave *s = &pv->slaves[payer];
 
 	lockdep_assert_held(&pv->lock);
-	WRITE_ONCE(r->slave, slave);
+	r->payer = payer;
 	r->deadline = (u32)jiffies + pvcm_timewait_jiffies();
 	list_add_tail(&r->link, &s->routes);
 	s->nr_routes++;
 	pvcm_arm(pv, r->deadline);
 }
 
-/* remember (or refresh) where an incoming request was delivered */
+/*
+ * Remember (or refresh) that an incoming request went to @slave; @payer
+ * is charged for it.  A new route is complete before lookups can see it.
+ */
 static int pvcm_route_note(struct mlx4_ib_pvcm *pv,
-			   const struct pvcm_route_key *key, int slave)
+			   const struct pvcm_route_key *key, int slave,
+			   int payer)
 {
 	struct pvcm_route *r, *old;
 	int ret = 0;
@@ -847,6 +861,7 @@ static int pvcm_route_note(struct mlx4_ib_pvcm *pv,
 	if (!r)
 		return -ENOMEM;
 	r->key = *key;
+	r->slave = slave;
 
 	spin_lock(&pv->lock);
 	if (pv->dying) {
@@ -857,17 +872,18 @@ static int pvcm_route_note(struct mlx4_ib_pvcm *pv,
 	if (old) {
 		/* a repeated request; a REQ route may change hands */
 		list_del(&old->link);
-		pv->slaves[old->slave].nr_routes--;
-		pvcm_route_room(pv, &pv->slaves[slave]);
-		pvcm_route_own(pv, old, slave);
+		pv->slaves[old->payer].nr_routes--;
+		pvcm_route_room(pv, &pv->slaves[payer]);
+		WRITE_ONCE(old->slave, slave);
+		pvcm_route_own(pv, old, payer);
 		goto out_free;
 	}
-	pvcm_route_room(pv, &pv->slaves[slave]);
+	pvcm_route_room(pv, &pv->slaves[payer]);
 	ret = rhashtable_insert_fast(&pv->routes, &r->hnode,
 				     pvcm_route_params);
 	if (ret)
 		goto out_free;
-	pvcm_route_own(pv, r, slave);
+	pvcm_route_own(pv, r, payer);
 	spin_unlock(&pv->lock);
 	return 0;
 
@@ -892,6 +908,26 @@ static int pvcm_route_lookup(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
 		slave = READ_ONCE(r->slave);
 	rcu_read_unlock();
 	return slave;
+}
+
+/*
+ * The answer to the REQ from @comm_id made @slave's entry learn its peer:
+ * from now on the entry checks the VF's answers, and the route can go.
+ */
+static void pvcm_route_forget(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
+			      int slave)
+{
+	struct pvcm_route_key key = {
+		.comm_id = comm_id, .port = port, .kind = PVCM_ROUTE_ANSWER,
+		.slave = slave,
+	};
+	struct pvcm_route *r;
+
+	spin_lock(&pv->lock);
+	r = rhashtable_lookup_fast(&pv->routes, &key, pvcm_route_params);
+	if (r)
+		pvcm_route_free(pv, r);
+	spin_unlock(&pv->lock);
 }
 
 /* was a REQ from comm id @comm_id delivered to @slave on @port? */
@@ -1320,6 +1356,8 @@ static u32 pvcm_out_peer(const struct ib_mad *mad)
  * would take that connection over or end it.  Once @e knows its peer, an
  * answer must name that peer.  Other MADs of the VF are left to the far
  * end, which checks the pair of ids they carry (pvcm_from_peer() here).
+ * Return: 1 if a route of a delivered REQ allows the answer (the entry is
+ * about to learn its peer from it), 0 if nothing needs a route, -EPERM.
  */
 static int pvcm_check_answer(struct mlx4_ib_pvcm *pv, int port, u32 slave,
 			     const struct pvcm_entry *e,
@@ -1332,7 +1370,7 @@ static int pvcm_check_answer(struct mlx4_ib_pvcm *pv, int port, u32 slave,
 	known = e ? READ_ONCE(e->remote_id) : 0;
 	if (known)
 		return peer == known ? 0 : -EPERM;
-	return pvcm_req_delivered(pv, port, peer, slave) ? 0 : -EPERM;
+	return pvcm_req_delivered(pv, port, peer, slave) ? 1 : -EPERM;
 }
 
 static bool pvcm_out_sidr(const struct ib_mad *mad)
@@ -1340,17 +1378,26 @@ static bool pvcm_out_sidr(const struct ib_mad *mad)
 	return pvcm_is_attr(mad, CM_SIDR_REQ_ATTR_ID);
 }
 
-/* learn @peer and @sidr from a VF's MAD for an entry that exists */
-static void pvcm_note_out(struct pvcm_entry *e, u32 peer, bool sidr)
+/*
+ * Learn @peer and @sidr from a VF's MAD for an entry that exists.
+ * Return: false if the entry already knows a peer other than @peer (a
+ * concurrent answer to another requester won).
+ */
+static bool pvcm_note_out(struct pvcm_entry *e, u32 peer, bool sidr)
 {
+	u32 known;
+
 	if (sidr) {
 		if (!READ_ONCE(e->sidr))
 			WRITE_ONCE(e->sidr, 1);
-		return;
+		return true;
 	}
-	if (READ_ONCE(e->remote_id) || !peer)
-		return;
-	cmpxchg(&e->remote_id, 0, peer);
+	if (!peer)
+		return true;
+	known = READ_ONCE(e->remote_id);
+	if (!known)
+		known = cmpxchg(&e->remote_id, 0, peer);
+	return !known || known == peer;
 }
 
 /*
@@ -1367,36 +1414,42 @@ static int pvcm_out_map(struct mlx4_ib_pvcm *pv, int port, u32 slave,
 			bool accept_timewait)
 {
 	struct pvcm_entry *e;
+	int ret, routed;
 	u32 pv_cm_id;
-	int ret;
 
 	rcu_read_lock();
 	e = pvcm_find_sl(pv, slave, sl_cm_id);
 	if (e && (pvcm_accept(pv, e, accept_timewait) ||
 		  (ev == PVCM_EV_REVIVE && pvcm_revivable(pv, e)))) {
-		ret = pvcm_check_answer(pv, port, slave, e, mad);
-		if (!ret) {
-			pvcm_note_out(e, pvcm_out_peer(mad),
-				      pvcm_out_sidr(mad));
+		routed = pvcm_check_answer(pv, port, slave, e, mad);
+		if (routed >= 0 && !pvcm_note_out(e, pvcm_out_peer(mad),
+						  pvcm_out_sidr(mad)))
+			routed = -EPERM;
+		if (routed >= 0) {
 			pvcm_set_local_id(mad, e->pv_cm_id);
 			pvcm_event(pv, e, ev);
 		}
 		rcu_read_unlock();
-		return ret;
+		goto out;
 	}
 	rcu_read_unlock();
 	if (!create)
 		return -ENOENT;
 
 	/* the new entry is published knowing what this MAD tells */
-	ret = pvcm_check_answer(pv, port, slave, NULL, mad);
-	if (ret)
-		return ret;
+	routed = pvcm_check_answer(pv, port, slave, NULL, mad);
+	if (routed < 0)
+		return routed;
 	ret = pvcm_create(pv, slave, sl_cm_id, pvcm_out_peer(mad),
 			  pvcm_out_sidr(mad), ev, &pv_cm_id);
 	if (ret)
 		return ret;
 	pvcm_set_local_id(mad, pv_cm_id);
+out:
+	if (routed < 0)
+		return routed;
+	if (routed)	/* the entry knows its peer now */
+		pvcm_route_forget(pv, port, pvcm_out_peer(mad), slave);
 	return 0;
 }
 
@@ -1434,8 +1487,10 @@ static int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
 
 	switch (pol->out) {
 	case PVCM_OUT_CREATE:
+		/* an MRA of a REP or LAP needs the connection it delays */
 		ret = pvcm_out_map(pv, port, slave, sl_cm_id, mad, pol->out_ev,
-				   true, false);
+				   !pvcm_is_attr(mad, CM_MRA_ATTR_ID) ||
+				   pvcm_answers_req(mad), false);
 		if (ret)
 			return pvcm_drop(dev, slave, ret, mad,
 					 ret == -EDQUOT ? "over the per-VF cap" :
@@ -1457,9 +1512,10 @@ static int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
 				return pvcm_drop(dev, slave, ret, mad,
 						 "REJ of no connection of this VF");
 			ret = pvcm_check_answer(pv, port, slave, NULL, mad);
-			if (ret)
+			if (ret < 0)
 				return pvcm_drop(dev, slave, ret, mad,
 						 PVCM_NOT_ASKED);
+			pvcm_route_forget(pv, port, pvcm_out_peer(mad), slave);
 			pvcm_set_local_id(mad, 0);
 			return 0;
 		}
@@ -1478,13 +1534,33 @@ static int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
 	}
 }
 
+/*
+ * Who pays for the routes of a request to @target: the VF that sent it
+ * when it comes from a VF of this master (its comm id is one of our pv
+ * ids), so that one VF's requests cannot push another VF's routes out;
+ * else @target.
+ */
+static int pvcm_route_payer(struct mlx4_ib_pvcm *pv, u32 comm_id, int target)
+{
+	struct pvcm_entry *e;
+	int payer = target;
+
+	rcu_read_lock();
+	e = pvcm_find_pv(pv, comm_id);
+	if (e && pvcm_usable(pv, e))
+		payer = e->key.slave;
+	rcu_read_unlock();
+	return payer;
+}
+
 static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
 			  bool fixed, struct ib_mad *mad)
 {
+	u32 comm_id = pvcm_get32(mad, PVCM_OFF_LOCAL_ID);
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
 	struct pvcm_route_key key = {};
+	int s, payer, ret;
 	__be64 if_id;
-	int s, ret;
 
 	/*
 	 * A SIDR_REQ names no port GID of ours: it stays with the slave the
@@ -1494,10 +1570,11 @@ static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
 	if (pvcm_is_attr(mad, CM_SIDR_REQ_ATTR_ID)) {
 		if (*slave < 0 || *slave >= MLX4_MFUNC_MAX)
 			return 0;
-		key.comm_id = pvcm_get32(mad, PVCM_OFF_LOCAL_ID);
+		key.comm_id = comm_id;
 		key.kind = PVCM_ROUTE_SIDR;
 		key.slave = *slave;
-		ret = pvcm_route_note(pv, &key, *slave);
+		ret = pvcm_route_note(pv, &key, *slave,
+				      pvcm_route_payer(pv, comm_id, *slave));
 		if (ret)	/* the VF's answer will be dropped */
 			ibdev_dbg(&dev->ib_dev,
 				  "pvcm: SIDR_REQ route not kept (%d)\n", ret);
@@ -1506,6 +1583,7 @@ static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
 	/* RoCE: mad.c chose the slave by GID; no REJ(timeout) route */
 	if (fixed) {
 		s = *slave;
+		payer = pvcm_route_payer(pv, comm_id, s);
 	} else {
 		if_id = pvcm_req_dest_if_id(mad);
 		s = mlx4_ib_find_real_gid(&dev->ib_dev, port, if_id);
@@ -1513,20 +1591,21 @@ static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
 			return pvcm_drop(dev, -1, -ENOENT, mad,
 					 "no slave owns the GID");
 		*slave = s;
+		payer = pvcm_route_payer(pv, comm_id, s);
 		key.ca_guid = pvcm_req_guid(mad);
-		key.comm_id = pvcm_get32(mad, PVCM_OFF_LOCAL_ID);
+		key.comm_id = comm_id;
 		key.port = port;
-		ret = pvcm_route_note(pv, &key, s);
+		ret = pvcm_route_note(pv, &key, s, payer);
 		if (ret)	/* only a REJ(timeout) of this REQ suffers */
 			ibdev_dbg(&dev->ib_dev,
 				  "pvcm: REQ route not kept (%d)\n", ret);
 	}
 	/* without this route the VF's answer is dropped; the REQ is resent */
 	key = (struct pvcm_route_key) {
-		.comm_id = pvcm_get32(mad, PVCM_OFF_LOCAL_ID), .port = port,
-		.kind = PVCM_ROUTE_ANSWER, .slave = s,
+		.comm_id = comm_id, .port = port, .kind = PVCM_ROUTE_ANSWER,
+		.slave = s,
 	};
-	ret = pvcm_route_note(pv, &key, s);
+	ret = pvcm_route_note(pv, &key, s, payer);
 	if (ret)
 		return pvcm_drop(dev, s, ret, mad, "REQ not remembered");
 	return 0;
@@ -1536,8 +1615,9 @@ static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
  * May this MAD from the wire act on @e?  A SIDR_REP only on a SIDR entry.
  * A connection MAD only when it comes from the connection's peer: once
  * the peer's comm id is known, the MAD must carry it as the sender's id;
- * before that (the VF sent a REQ, nothing came back) only the peer's REP,
- * which makes its id known, an MRA or a REJ of the REQ are expected.
+ * before that (the VF sent a REQ, nothing came back) only an answer to
+ * the REQ is expected: the peer's REP, which makes its id known, an MRA
+ * or a REJ of the REQ.
  */
 static bool pvcm_from_peer(struct pvcm_entry *e, const struct ib_mad *mad)
 {
@@ -1553,8 +1633,7 @@ static bool pvcm_from_peer(struct pvcm_entry *e, const struct ib_mad *mad)
 		peer = cmpxchg(&e->remote_id, 0, sender) ?: sender;
 	if (peer)
 		return sender == peer;
-	return pvcm_is_attr(mad, CM_MRA_ATTR_ID) ||
-	       (pvcm_is_attr(mad, CM_REJ_ATTR_ID) && pvcm_rej_of_req(mad));
+	return pvcm_answers_req(mad);
 }
 
 /*
@@ -1727,9 +1806,9 @@ int mlx4_ib_pvcm_get_stats(struct mlx4_ib_dev *dev, int slave,
 static void pvcm_show_line(struct seq_file *m, const char *who,
 			   const struct mlx4_ib_pvcm_stats *st)
 {
-	seq_printf(m, "%-8s %8llu %8llu %10llu %10llu %8llu %8llu\n", who,
-		   st->live, st->timewait, st->allocated, st->freed,
-		   st->dropped, st->cap_hits);
+	seq_printf(m, "%-8s %8llu %8llu %10llu %10llu %8llu %8llu %8llu\n",
+		   who, st->live, st->timewait, st->allocated, st->freed,
+		   st->dropped, st->cap_hits, st->routes);
 }
 
 static int pvcm_stats_show(struct seq_file *m, void *unused)
@@ -1741,12 +1820,11 @@ static int pvcm_stats_show(struct seq_file *m, void *unused)
 
 	if (mlx4_ib_pvcm_get_stats(dev, -1, &st))
 		return 0;
-	seq_puts(m, "who          live timewait  allocated      freed  dropped cap_hits\n");
+	seq_puts(m, "who          live timewait  allocated      freed  dropped cap_hits   routes\n");
 	pvcm_show_line(m, "total", &st);
-	seq_printf(m, "routes %llu\n", st.routes);
 	for (i = 0; i < MLX4_MFUNC_MAX; i++) {
 		mlx4_ib_pvcm_get_stats(dev, i, &st);
-		if (!st.allocated && !st.dropped)
+		if (!st.allocated && !st.dropped && !st.routes)
 			continue;
 		snprintf(who, sizeof(who), "slave%d", i);
 		pvcm_show_line(m, who, &st);
@@ -1821,11 +1899,39 @@ err:
 	ibdev_err(&dev->ib_dev, "pvcm: no memory, VF CM traffic is dropped\n");
 }
 
+/*
+ * Free up to PVCM_BATCH of @s's entries and routes at teardown.
+ * Return: false if some are left.
+ */
+static bool pvcm_teardown_batch(struct mlx4_ib_pvcm *pv,
+				struct mlx4_ib_pvcm_slave *s)
+{
+	struct list_head *lists[] = { &s->pending, &s->established,
+				      &s->timewait };
+	struct pvcm_route *r;
+	unsigned int i, n = 0;
+
+	lockdep_assert_held(&pv->lock);
+	for (i = 0; i < ARRAY_SIZE(lists); i++) {
+		while (!list_empty(lists[i])) {
+			if (n++ == PVCM_BATCH)
+				return false;
+			pvcm_final(pv, list_first_entry(lists[i],
+							struct pvcm_entry,
+							link));
+		}
+	}
+	while ((r = list_first_entry_or_null(&s->routes, struct pvcm_route,
+					     link))) {
+		if (n++ == PVCM_BATCH)
+			return false;
+		pvcm_route_free(pv, r);
+	}
+	return true;
+}
+
 static void pvcm_teardown(struct mlx4_ib_pvcm *pv)
 {
-	struct mlx4_ib_pvcm_slave *s;
-	struct pvcm_entry *e, *tmp;
-	struct pvcm_route *r, *rtmp;
 	int i;
 
 	/* the handlers take no more MADs before anything goes away */
@@ -1837,16 +1943,9 @@ static void pvcm_teardown(struct mlx4_ib_pvcm *pv)
 	cancel_work_sync(&pv->clean_work);
 
 	for (i = 0; i < MLX4_MFUNC_MAX; i++) {
-		s = &pv->slaves[i];
 		spin_lock(&pv->lock);
-		list_for_each_entry_safe(e, tmp, &s->pending, link)
-			pvcm_final(pv, e);
-		list_for_each_entry_safe(e, tmp, &s->established, link)
-			pvcm_final(pv, e);
-		list_for_each_entry_safe(e, tmp, &s->timewait, link)
-			pvcm_final(pv, e);
-		list_for_each_entry_safe(r, rtmp, &s->routes, link)
-			pvcm_route_free(pv, r);
+		while (!pvcm_teardown_batch(pv, &pv->slaves[i]))
+			pvcm_lock_break(pv);
 		spin_unlock(&pv->lock);
 		cond_resched();
 	}

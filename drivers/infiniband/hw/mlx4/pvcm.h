@@ -29,8 +29,8 @@ struct mlx4_ib_dev;
  *	deadline first; they are released when the deadline passes
  * @established: entries of established connections (no deadline)
  * @timewait: released entries, oldest deadline first; freed at the deadline
- * @routes: the routes of requests delivered to this VF, oldest deadline
- *	first; the oldest goes when the VF is at pvcm_max_routes
+ * @routes: the routes this VF pays for, oldest deadline first; the
+ *	oldest goes when the VF is at pvcm_max_routes
  * @nr_live: entries on @pending and @established
  * @nr_timewait: entries on @timewait
  * @nr_routes: routes on @routes
@@ -123,8 +123,8 @@ struct mlx4_ib_pvcm {
  * @freed: entries freed
  * @dropped: MADs dropped (malformed, unknown id, over cap, no memory)
  * @cap_hits: MADs dropped because a slave hit its cap
- * @routes: remembered requests (REQ and SIDR_REQ routes) delivered to
- *	the VF
+ * @routes: remembered requests (REQ and SIDR_REQ routes) charged to the
+ *	VF: those delivered to it, or sent by it to another VF
  */
 struct mlx4_ib_pvcm_stats {
 	u64 live;

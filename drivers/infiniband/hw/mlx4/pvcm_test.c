@@ -672,6 +672,14 @@ static void t_answer_forged(void)
 	t_rej(&mad, 0xb13, pv, IB_CM_REJ_CONSUMER_DEFINED, NULL);
 	IBST_EXPECT_EQ(t_mux(b, &mad), -EPERM);
 	IBST_EXPECT_EQ(t_local(&mad), 0xb13);
+	/* an MRA of a REP needs a connection of b's: none, so no entry */
+	t_mad(&mad, CM_MRA_ATTR_ID, 0xb16, pv);
+	IBA_SET(CM_MRA_MESSAGE_MRAED, (struct cm_mra_msg *)&mad, 1);
+	IBST_EXPECT_EQ(t_mux(b, &mad), -ENOENT);
+	/* nor does one from the wire reach a's entry before its peer is known */
+	t_mad(&mad, CM_MRA_ATTR_ID, 0xbad, pv);
+	IBA_SET(CM_MRA_MESSAGE_MRAED, (struct cm_mra_msg *)&mad, 1);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), -EPERM);
 
 	/* on an entry of b's own (its REQ) that knows no peer yet */
 	t_out(b, CM_REQ_ATTR_ID, 0xb14, 0, &err);
@@ -684,7 +692,7 @@ static void t_answer_forged(void)
 	t_out(b, CM_RTU_ATTR_ID, 0xb14, pv, &err);
 	t_mad(&mad, CM_REP_ATTR_ID, 0xb14, pv);
 	IBST_EXPECT_EQ(t_mux(b, &mad), -EPERM);
-	IBST_EXPECT_EQ(t_stats(b).dropped - before.dropped, 6);
+	IBST_EXPECT_EQ(t_stats(b).dropped - before.dropped, 7);
 	IBST_EXPECT_EQ(t_stats(b).allocated - before.allocated, 1);
 	IBST_EXPECT_EQ(t_state(pv), PVCM_PENDING);
 
@@ -717,17 +725,21 @@ static void t_answer_forged(void)
 }
 
 /*
- * Requests delivered to one VF cost that VF only: at pvcm_max_routes it
+ * Requests delivered to one VF cost that VF only, and those a VF sends to
+ * another VF of the master cost the sender: at pvcm_max_routes a VF
  * forgets its own oldest, while another VF's requests are still kept,
- * answered and routed.
+ * answered and routed.  An answer that teaches the entry its peer frees
+ * the route it needed; a lower limit set at run time is reached two
+ * routes per new one.
  */
 static void t_routes_per_vf(void)
 {
 	unsigned int max = READ_ONCE(pvcm_max_routes);
+	const int a = 1, b = 2, c = 3;
 	__be64 gb = T_PEER_GUID_B;
-	const int a = 1, b = 2;
 	int i, err, to, errs = 0;
 	struct ib_mad mad;
+	u32 pvc = 0;
 
 	WRITE_ONCE(pvcm_max_routes, 8);
 	t_req_in(&mad, 0xb0b, gb, b);
@@ -743,8 +755,22 @@ static void t_routes_per_vf(void)
 	/* a's newest request can be answered, its oldest no longer */
 	t_out(a, CM_REP_ATTR_ID, 0xa01, 0x5000 + 99, &err);
 	IBST_EXPECT_EQ(err, 0);
+	IBST_EXPECT_EQ(t_stats(a).routes, 7);
 	t_out(a, CM_REP_ATTR_ID, 0xa02, 0x5000, &err);
 	IBST_EXPECT_EQ(err, -EPERM);
+
+	/* c's requests to b cost c, not b; b still answers the newest */
+	for (i = 0; i < 10; i++) {
+		pvc = t_out(c, CM_REQ_ATTR_ID, 0x3000 + i, 0, &err);
+		errs += !!err;
+		t_req_in(&mad, pvc, T_PEER_GUID_A, b);
+		errs += t_dmx(&mad, &to) != 0 || to != b;
+	}
+	IBST_EXPECT_EQ(errs, 0);
+	IBST_EXPECT_EQ(t_stats(c).routes, 8);
+	IBST_EXPECT_EQ(t_stats(b).routes, 2);
+	t_out(b, CM_REP_ATTR_ID, 0xb03, pvc, &err);
+	IBST_EXPECT_EQ(err, 0);
 
 	/* b's requests, old and new, are kept */
 	t_req_in(&mad, 0xb0c, gb, b);
@@ -754,15 +780,25 @@ static void t_routes_per_vf(void)
 	IBST_EXPECT_EQ(err, 0);
 	t_rej(&mad, 0xb02, 0xb0c, IB_CM_REJ_CONSUMER_DEFINED, NULL);
 	IBST_EXPECT_EQ(t_mux(b, &mad), 0);
+	IBST_EXPECT_EQ(t_stats(b).routes, 2);
 	t_rej(&mad, 0xb0c, 0, IB_CM_REJ_TIMEOUT, &gb);
 	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
 	IBST_EXPECT_EQ(to, b);
+
+	/* a lower limit: two of a's routes go per new one */
+	WRITE_ONCE(pvcm_max_routes, 2);
+	t_req_in(&mad, 0x5100, T_PEER_GUID_A, a);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(t_stats(a).routes, 5);
 	WRITE_ONCE(pvcm_max_routes, max);
 
 	t_out(a, CM_DREQ_ATTR_ID, 0xa01, 0x5000 + 99, &err);
 	IBST_EXPECT_EQ(err, 0);
 	t_out(b, CM_DREQ_ATTR_ID, 0xb01, 0xb0b, &err);
 	IBST_EXPECT_EQ(err, 0);
+	t_out(b, CM_DREQ_ATTR_ID, 0xb03, pvc, &err);
+	IBST_EXPECT_EQ(err, 0);
+	mlx4_ib_cm_paravirt_clean(t_dev, c);
 	t_settle();
 }
 
