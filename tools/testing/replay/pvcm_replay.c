@@ -707,6 +707,7 @@ static int __init pvcm_replay_init(void)
 	if (r_setup_dev())
 		return -ENOMEM;
 	pvcm_test_timewait = R_TIMEWAIT;
+	pvcm_test_route_life = R_TIMEWAIT;
 	pvcm_test_pending = R_PENDING;
 	r_place();
 

@@ -92,11 +92,17 @@ MODULE_PARM_DESC(pvcm_max_routes,
 /* test build: short timeouts and fault injection, set by the test module */
 static unsigned long pvcm_test_timewait = HZ / 10;
 static unsigned long pvcm_test_pending = HZ / 5;
+static unsigned long pvcm_test_route_life = HZ / 10;
 static atomic_t pvcm_test_fail_nth = ATOMIC_INIT(0);
 
 static u32 pvcm_timewait_jiffies(void)
 {
 	return pvcm_test_timewait;
+}
+
+static u32 pvcm_route_jiffies(void)
+{
+	return pvcm_test_route_life;
 }
 
 static u32 pvcm_pending_jiffies(void)
@@ -135,6 +141,12 @@ static void pvcm_after_publish(u32 pv_cm_id)
 }
 #else
 static u32 pvcm_timewait_jiffies(void)
+{
+	return CM_CLEANUP_CACHE_TIMEOUT;
+}
+
+/* a request is remembered for as long as a released id stays reserved */
+static u32 pvcm_route_jiffies(void)
 {
 	return CM_CLEANUP_CACHE_TIMEOUT;
 }
@@ -840,7 +852,7 @@ static void pvcm_route_own(struct mlx4_ib_pvcm *pv, struct pvcm_route *r,
 
 	lockdep_assert_held(&pv->lock);
 	r->payer = payer;
-	r->deadline = (u32)jiffies + pvcm_timewait_jiffies();
+	r->deadline = (u32)jiffies + pvcm_route_jiffies();
 	list_add_tail(&r->link, &s->routes);
 	s->nr_routes++;
 	pvcm_arm(pv, r->deadline);
