@@ -381,8 +381,9 @@ struct pvcm_route_key {
 /*
  * Where an incoming REQ or SIDR_REQ went (@slave).  @payer owns the route:
  * it is on that slave's list and counts against its pvcm_max_routes.  The
- * payer is the slave the request went to, or the slave that sent it when
- * it came from a VF of this master (its comm id is one of our pv ids).
+ * payer is the slave the request went to, or, for a REQ from one VF of
+ * this master to another, the sender (pvcm_note_loopback()); a repeated
+ * request keeps the payer of the route it refreshes.
  */
 struct pvcm_route {
 	struct rhash_head hnode;
@@ -814,33 +815,43 @@ static bool pvcm_accept(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e,
 	return accept_timewait ? pvcm_usable(pv, e) : pvcm_live(pv, e);
 }
 
+/*
+ * The FIFO of a route: REQ routes (for REJ(timeout), kept for every REQ,
+ * answered or not) have their own, so that a VF accepting many
+ * connections keeps the routes its answers need.
+ */
+static unsigned int pvcm_route_list(const struct pvcm_route *r)
+{
+	return r->key.kind == PVCM_ROUTE_REQ;
+}
+
 static void pvcm_route_free(struct mlx4_ib_pvcm *pv, struct pvcm_route *r)
 {
 	lockdep_assert_held(&pv->lock);
 	list_del(&r->link);
 	rhashtable_remove_fast(&pv->routes, &r->hnode, pvcm_route_params);
-	pv->slaves[r->payer].nr_routes--;
+	pv->slaves[r->payer].nr_routes[pvcm_route_list(r)]--;
 	kfree_rcu(r, rcu);
 }
 
 /*
- * Make room for one more route of @s: at its limit the slave forgets its
- * own oldest request, never another slave's.  Requests flooding one VF
- * (from the wire or from another VF) cost that VF, or the VF that sends
- * them, only.  At most two go per new route, so that lowering the limit
+ * Make room for one more route on @s's FIFO @list: at its limit the slave
+ * forgets its own oldest request, never another slave's.  Requests
+ * flooding one VF from the wire cost that VF only; a VF flooding another
+ * pays itself.  At most two go per new route, so that lowering the limit
  * at run time does not free thousands in one hold of the lock: the count
  * comes down over the next requests.  The routes a clean of the slave has
  * set aside still count until it frees them.
  */
 static void pvcm_route_room(struct mlx4_ib_pvcm *pv,
-			    struct mlx4_ib_pvcm_slave *s)
+			    struct mlx4_ib_pvcm_slave *s, unsigned int list)
 {
 	unsigned int max = READ_ONCE(pvcm_max_routes), n;
 
 	lockdep_assert_held(&pv->lock);
-	for (n = 0; n < 2 && max && s->nr_routes >= max &&
-	     !list_empty(&s->routes); n++)
-		pvcm_route_free(pv, list_first_entry(&s->routes,
+	for (n = 0; n < 2 && max && s->nr_routes[list] >= max &&
+	     !list_empty(&s->routes[list]); n++)
+		pvcm_route_free(pv, list_first_entry(&s->routes[list],
 						     struct pvcm_route, link));
 }
 
@@ -853,8 +864,8 @@ static void pvcm_route_own(struct mlx4_ib_pvcm *pv, struct pvcm_route *r,
 	lockdep_assert_held(&pv->lock);
 	r->payer = payer;
 	r->deadline = (u32)jiffies + pvcm_route_jiffies();
-	list_add_tail(&r->link, &s->routes);
-	s->nr_routes++;
+	list_add_tail(&r->link, &s->routes[pvcm_route_list(r)]);
+	s->nr_routes[pvcm_route_list(r)]++;
 	pvcm_arm(pv, r->deadline);
 }
 
@@ -884,13 +895,12 @@ static int pvcm_route_note(struct mlx4_ib_pvcm *pv,
 	if (old) {
 		/* a repeated request; a REQ route may change hands */
 		list_del(&old->link);
-		pv->slaves[old->payer].nr_routes--;
-		pvcm_route_room(pv, &pv->slaves[payer]);
 		WRITE_ONCE(old->slave, slave);
-		pvcm_route_own(pv, old, payer);
+		pv->slaves[old->payer].nr_routes[pvcm_route_list(old)]--;
+		pvcm_route_own(pv, old, old->payer);
 		goto out_free;
 	}
-	pvcm_route_room(pv, &pv->slaves[payer]);
+	pvcm_route_room(pv, &pv->slaves[payer], pvcm_route_list(r));
 	ret = rhashtable_insert_fast(&pv->routes, &r->hnode,
 				     pvcm_route_params);
 	if (ret)
@@ -982,7 +992,7 @@ static bool pvcm_reap_slave(struct mlx4_ib_pvcm *pv,
 {
 	struct pvcm_route *r, *rtmp;
 	struct pvcm_entry *e, *tmp;
-	unsigned int n = 0;
+	unsigned int i, n = 0;
 
 	lockdep_assert_held(&pv->lock);
 	list_for_each_entry_safe(e, tmp, &s->pending, link) {
@@ -1000,12 +1010,14 @@ static bool pvcm_reap_slave(struct mlx4_ib_pvcm *pv,
 			return false;
 		pvcm_final(pv, e);
 	}
-	list_for_each_entry_safe(r, rtmp, &s->routes, link) {
-		if (!pvcm_due(r->deadline, now))
-			break;
-		if (n++ == PVCM_BATCH)
-			return false;
-		pvcm_route_free(pv, r);
+	for (i = 0; i < PVCM_ROUTE_LISTS; i++) {
+		list_for_each_entry_safe(r, rtmp, &s->routes[i], link) {
+			if (!pvcm_due(r->deadline, now))
+				break;
+			if (n++ == PVCM_BATCH)
+				return false;
+			pvcm_route_free(pv, r);
+		}
 	}
 	e = list_first_entry_or_null(&s->pending, struct pvcm_entry, link);
 	if (e)
@@ -1013,9 +1025,12 @@ static bool pvcm_reap_slave(struct mlx4_ib_pvcm *pv,
 	e = list_first_entry_or_null(&s->timewait, struct pvcm_entry, link);
 	if (e)
 		pvcm_arm(pv, e->deadline);
-	r = list_first_entry_or_null(&s->routes, struct pvcm_route, link);
-	if (r)
-		pvcm_arm(pv, r->deadline);
+	for (i = 0; i < PVCM_ROUTE_LISTS; i++) {
+		r = list_first_entry_or_null(&s->routes[i], struct pvcm_route,
+					     link);
+		if (r)
+			pvcm_arm(pv, r->deadline);
+	}
 	return true;
 }
 
@@ -1108,19 +1123,23 @@ static void pvcm_clean_list(struct mlx4_ib_pvcm *pv,
 }
 
 /*
- * Forget the requests delivered to the slave before its clean, PVCM_BATCH
- * routes per hold of pv->lock.  They are set aside first: the routes that
- * join the list meanwhile are of requests delivered after the clean.
+ * Forget the requests the slave paid for before its clean (delivered to
+ * it, or sent by it to another VF), PVCM_BATCH routes per hold of
+ * pv->lock.  They are set aside first: the routes that join the list
+ * meanwhile are of requests after the clean.  Routes to the slave that
+ * another VF paid for live out their time: the restarted VF has no
+ * connection to answer them with.
  */
 static void pvcm_clean_routes(struct mlx4_ib_pvcm *pv,
 			      struct mlx4_ib_pvcm_slave *s)
 {
 	struct pvcm_route *r, *rtmp;
+	unsigned int i, n;
 	LIST_HEAD(todo);
-	unsigned int n;
 
 	spin_lock(&pv->lock);
-	list_splice_init(&s->routes, &todo);
+	for (i = 0; i < PVCM_ROUTE_LISTS; i++)
+		list_splice_init(&s->routes[i], &todo);
 	for (;;) {
 		n = 0;
 		list_for_each_entry_safe(r, rtmp, &todo, link) {
@@ -1467,6 +1486,39 @@ out:
 
 #define PVCM_NOT_ASKED	"answers a REQ this VF did not get"
 
+/*
+ * A VF's REQ to another VF of this master comes back in through the demux
+ * handler, which would charge its routes to the target.  Remember them
+ * now, as the sender's: a REQ flood from one VF then pushes out its own
+ * routes, not its target's, and the demux only refreshes them.  A node on
+ * the wire cannot make a route the sender's: a repeated request keeps the
+ * payer it has.  Without memory the demux makes them, charged to the
+ * target.  The target is found by the REQ's GID as the demux finds it
+ * (IB); on RoCE the master cannot tell here.
+ */
+static void pvcm_note_loopback(struct mlx4_ib_dev *dev, int port, int slave,
+			       const struct ib_mad *mad)
+{
+	u32 comm_id = pvcm_get32(mad, PVCM_OFF_LOCAL_ID);
+	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
+	struct pvcm_route_key key = {
+		.ca_guid = pvcm_req_guid(mad), .comm_id = comm_id,
+		.port = port,
+	};
+	int s;
+
+	s = mlx4_ib_find_real_gid(&dev->ib_dev, port,
+				  pvcm_req_dest_if_id(mad));
+	if (s < 0 || s >= MLX4_MFUNC_MAX)
+		return;
+	pvcm_route_note(pv, &key, s, slave);
+	key = (struct pvcm_route_key) {
+		.comm_id = comm_id, .port = port, .kind = PVCM_ROUTE_ANSWER,
+		.slave = s,
+	};
+	pvcm_route_note(pv, &key, s, slave);
+}
+
 static int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
 			  struct ib_mad *mad, size_t len)
 {
@@ -1508,6 +1560,8 @@ static int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
 					 ret == -EDQUOT ? "over the per-VF cap" :
 					 ret == -EPERM ? PVCM_NOT_ASKED :
 					 "cannot map");
+		if (pvcm_is_attr(mad, CM_REQ_ATTR_ID))
+			pvcm_note_loopback(dev, port, slave, mad);
 		return 0;
 	case PVCM_OUT_REJ:
 		/*
@@ -1546,33 +1600,14 @@ static int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
 	}
 }
 
-/*
- * Who pays for the routes of a request to @target: the VF that sent it
- * when it comes from a VF of this master (its comm id is one of our pv
- * ids), so that one VF's requests cannot push another VF's routes out;
- * else @target.
- */
-static int pvcm_route_payer(struct mlx4_ib_pvcm *pv, u32 comm_id, int target)
-{
-	struct pvcm_entry *e;
-	int payer = target;
-
-	rcu_read_lock();
-	e = pvcm_find_pv(pv, comm_id);
-	if (e && pvcm_usable(pv, e))
-		payer = e->key.slave;
-	rcu_read_unlock();
-	return payer;
-}
-
 static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
 			  bool fixed, struct ib_mad *mad)
 {
 	u32 comm_id = pvcm_get32(mad, PVCM_OFF_LOCAL_ID);
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
 	struct pvcm_route_key key = {};
-	int s, payer, ret;
 	__be64 if_id;
+	int s, ret;
 
 	/*
 	 * A SIDR_REQ names no port GID of ours: it stays with the slave the
@@ -1585,8 +1620,7 @@ static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
 		key.comm_id = comm_id;
 		key.kind = PVCM_ROUTE_SIDR;
 		key.slave = *slave;
-		ret = pvcm_route_note(pv, &key, *slave,
-				      pvcm_route_payer(pv, comm_id, *slave));
+		ret = pvcm_route_note(pv, &key, *slave, *slave);
 		if (ret)	/* the VF's answer will be dropped */
 			ibdev_dbg(&dev->ib_dev,
 				  "pvcm: SIDR_REQ route not kept (%d)\n", ret);
@@ -1595,7 +1629,6 @@ static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
 	/* RoCE: mad.c chose the slave by GID; no REJ(timeout) route */
 	if (fixed) {
 		s = *slave;
-		payer = pvcm_route_payer(pv, comm_id, s);
 	} else {
 		if_id = pvcm_req_dest_if_id(mad);
 		s = mlx4_ib_find_real_gid(&dev->ib_dev, port, if_id);
@@ -1603,11 +1636,10 @@ static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
 			return pvcm_drop(dev, -1, -ENOENT, mad,
 					 "no slave owns the GID");
 		*slave = s;
-		payer = pvcm_route_payer(pv, comm_id, s);
 		key.ca_guid = pvcm_req_guid(mad);
 		key.comm_id = comm_id;
 		key.port = port;
-		ret = pvcm_route_note(pv, &key, s, payer);
+		ret = pvcm_route_note(pv, &key, s, s);
 		if (ret)	/* only a REJ(timeout) of this REQ suffers */
 			ibdev_dbg(&dev->ib_dev,
 				  "pvcm: REQ route not kept (%d)\n", ret);
@@ -1617,7 +1649,7 @@ static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
 		.comm_id = comm_id, .port = port, .kind = PVCM_ROUTE_ANSWER,
 		.slave = s,
 	};
-	ret = pvcm_route_note(pv, &key, s, payer);
+	ret = pvcm_route_note(pv, &key, s, s);
 	if (ret)
 		return pvcm_drop(dev, s, ret, mad, "REQ not remembered");
 	return 0;
@@ -1641,8 +1673,11 @@ static bool pvcm_from_peer(struct pvcm_entry *e, const struct ib_mad *mad)
 		return false;
 	sender = pvcm_get32(mad, PVCM_OFF_LOCAL_ID);
 	peer = READ_ONCE(e->remote_id);
-	if (!peer && sender && pvcm_is_attr(mad, CM_REP_ATTR_ID))
+	if (!peer && pvcm_is_attr(mad, CM_REP_ATTR_ID)) {
+		if (!sender)	/* a REP names its sender */
+			return false;
 		peer = cmpxchg(&e->remote_id, 0, sender) ?: sender;
+	}
 	if (peer)
 		return sender == peer;
 	return pvcm_answers_req(mad);
@@ -1780,7 +1815,7 @@ static void pvcm_slave_stats(struct mlx4_ib_pvcm *pv, int slave,
 	st->timewait += s->nr_timewait;
 	st->allocated += s->allocated;
 	st->freed += s->freed;
-	st->routes += s->nr_routes;
+	st->routes += s->nr_routes[0] + s->nr_routes[1];
 	spin_unlock(&pv->lock);
 	st->dropped += atomic_long_read(&s->dropped);
 	st->cap_hits += atomic_long_read(&s->cap_hits);
@@ -1892,7 +1927,8 @@ void mlx4_ib_cm_paravirt_init(struct mlx4_ib_dev *dev)
 		INIT_LIST_HEAD(&pv->slaves[i].pending);
 		INIT_LIST_HEAD(&pv->slaves[i].established);
 		INIT_LIST_HEAD(&pv->slaves[i].timewait);
-		INIT_LIST_HEAD(&pv->slaves[i].routes);
+		INIT_LIST_HEAD(&pv->slaves[i].routes[0]);
+		INIT_LIST_HEAD(&pv->slaves[i].routes[1]);
 	}
 	if (rhashtable_init(&pv->sl_ids, &pvcm_sl_params))
 		goto err_slaves;
@@ -1933,11 +1969,13 @@ static bool pvcm_teardown_batch(struct mlx4_ib_pvcm *pv,
 							link));
 		}
 	}
-	while ((r = list_first_entry_or_null(&s->routes, struct pvcm_route,
-					     link))) {
-		if (n++ == PVCM_BATCH)
-			return false;
-		pvcm_route_free(pv, r);
+	for (i = 0; i < PVCM_ROUTE_LISTS; i++) {
+		while ((r = list_first_entry_or_null(&s->routes[i],
+						     struct pvcm_route, link))) {
+			if (n++ == PVCM_BATCH)
+				return false;
+			pvcm_route_free(pv, r);
+		}
 	}
 	return true;
 }

@@ -23,17 +23,21 @@
 struct dentry;
 struct mlx4_ib_dev;
 
+/* per VF: the routes answers need (REQ answers, SIDR), and REQ routes */
+#define PVCM_ROUTE_LISTS	2
+
 /**
  * struct mlx4_ib_pvcm_slave - per-VF part of the PV-CM id cache
  * @pending: entries whose connection is not established yet, oldest
  *	deadline first; they are released when the deadline passes
  * @established: entries of established connections (no deadline)
  * @timewait: released entries, oldest deadline first; freed at the deadline
- * @routes: the routes this VF pays for, oldest deadline first; the
- *	oldest goes when the VF is at pvcm_max_routes
+ * @routes: the routes this VF pays for, oldest deadline first, one FIFO
+ *	per list (see pvcm_route_list()); the oldest of a FIFO goes when it
+ *	is at pvcm_max_routes
  * @nr_live: entries on @pending and @established
  * @nr_timewait: entries on @timewait
- * @nr_routes: routes on @routes
+ * @nr_routes: routes on each of @routes
  * @nr_reset: entries on @timewait from before the last clean (of an epoch
  *	older than @reset_epoch); they do not count against the cap
  * @reset_epoch: the epoch the last clean of @timewait counted against
@@ -51,10 +55,10 @@ struct mlx4_ib_pvcm_slave {
 	struct list_head pending;
 	struct list_head established;
 	struct list_head timewait;
-	struct list_head routes;
+	struct list_head routes[PVCM_ROUTE_LISTS];
 	u32 nr_live;
 	u32 nr_timewait;
-	u32 nr_routes;
+	u32 nr_routes[PVCM_ROUTE_LISTS];
 	u32 nr_reset;
 	u32 reset_epoch;
 	u64 allocated;

@@ -152,12 +152,13 @@ static void t_expire_routes(void)
 {
 	struct pvcm_route *r;
 	u32 now = jiffies;
-	int i;
+	int i, j;
 
 	spin_lock(&t_pv->lock);
 	for (i = 0; i < MLX4_MFUNC_MAX; i++)
-		list_for_each_entry(r, &t_pv->slaves[i].routes, link)
-			r->deadline = now;
+		for (j = 0; j < PVCM_ROUTE_LISTS; j++)
+			list_for_each_entry(r, &t_pv->slaves[i].routes[j], link)
+				r->deadline = now;
 	pvcm_arm(t_pv, now);
 	spin_unlock(&t_pv->lock);
 }
@@ -756,7 +757,7 @@ static void t_answer_forged(void)
 static void t_routes_per_vf(void)
 {
 	unsigned int max = READ_ONCE(pvcm_max_routes);
-	const int a = 1, b = 2, c = 3;
+	const int a = 1, b = 2, c = 3, d = 4;
 	__be64 gb = T_PEER_GUID_B;
 	int i, err, to, errs = 0;
 	struct ib_mad mad;
@@ -770,47 +771,67 @@ static void t_routes_per_vf(void)
 		errs += t_dmx(&mad, &to) != 0 || to != a;
 	}
 	IBST_EXPECT_EQ(errs, 0);
-	IBST_EXPECT_EQ(t_stats(a).routes, 8);
+	/* 8 on each FIFO: REQ routes, and the routes of answers */
+	IBST_EXPECT_EQ(t_stats(a).routes, 16);
 	IBST_EXPECT_EQ(t_stats(b).routes, 2);
 
 	/* a's newest request can be answered, its oldest no longer */
 	t_out(a, CM_REP_ATTR_ID, 0xa01, 0x5000 + 99, &err);
 	IBST_EXPECT_EQ(err, 0);
-	IBST_EXPECT_EQ(t_stats(a).routes, 7);
+	IBST_EXPECT_EQ(t_stats(a).routes, 15);
 	t_out(a, CM_REP_ATTR_ID, 0xa02, 0x5000, &err);
 	IBST_EXPECT_EQ(err, -EPERM);
 
 	/* c's requests to b cost c, not b; b still answers the newest */
 	for (i = 0; i < 10; i++) {
-		pvc = t_out(c, CM_REQ_ATTR_ID, 0x3000 + i, 0, &err);
-		errs += !!err;
-		t_req_in(&mad, pvc, T_PEER_GUID_A, b);
+		t_req_in(&mad, 0x3000 + i, T_PEER_GUID_A, b);
+		errs += t_mux(c, &mad) != 0;
+		pvc = t_local(&mad);
 		errs += t_dmx(&mad, &to) != 0 || to != b;
 	}
 	IBST_EXPECT_EQ(errs, 0);
-	IBST_EXPECT_EQ(t_stats(c).routes, 8);
+	IBST_EXPECT_EQ(t_stats(c).routes, 16);
 	IBST_EXPECT_EQ(t_stats(b).routes, 2);
+	/* a wire REQ naming c's pv id is b's to pay, not c's */
+	t_req_in(&mad, pvc, T_PEER_GUID_B, b);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(t_stats(c).routes, 16);
+	IBST_EXPECT_EQ(t_stats(b).routes, 3);
 	t_out(b, CM_REP_ATTR_ID, 0xb03, pvc, &err);
 	IBST_EXPECT_EQ(err, 0);
+
+	/* many accepted REQs do not push out the route of a pending one */
+	t_req_in(&mad, 0xd00, T_PEER_GUID_A, d);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	for (i = 1; i <= 20; i++) {
+		t_req_in(&mad, 0xd00 + i, T_PEER_GUID_A, d);
+		errs += t_dmx(&mad, &to) != 0;
+		t_out(d, CM_REP_ATTR_ID, 0xd00 + i, 0xd00 + i, &err);
+		errs += !!err;
+	}
+	IBST_EXPECT_EQ(errs, 0);
+	t_out(d, CM_REP_ATTR_ID, 0xd00, 0xd00, &err);
+	IBST_EXPECT_EQ(err, 0);
+	mlx4_ib_cm_paravirt_clean(t_dev, d);
 
 	/* b's requests, old and new, are kept */
 	t_req_in(&mad, 0xb0c, gb, b);
 	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
-	IBST_EXPECT_EQ(t_stats(b).routes, 4);
+	IBST_EXPECT_EQ(t_stats(b).routes, 5);
 	t_out(b, CM_REP_ATTR_ID, 0xb01, 0xb0b, &err);
 	IBST_EXPECT_EQ(err, 0);
 	t_rej(&mad, 0xb02, 0xb0c, IB_CM_REJ_CONSUMER_DEFINED, NULL);
 	IBST_EXPECT_EQ(t_mux(b, &mad), 0);
-	IBST_EXPECT_EQ(t_stats(b).routes, 2);
+	IBST_EXPECT_EQ(t_stats(b).routes, 3);
 	t_rej(&mad, 0xb0c, 0, IB_CM_REJ_TIMEOUT, &gb);
 	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
 	IBST_EXPECT_EQ(to, b);
 
-	/* a lower limit: two of a's routes go per new one */
+	/* a lower limit: two of a FIFO's routes go per new one */
 	WRITE_ONCE(pvcm_max_routes, 2);
 	t_req_in(&mad, 0x5100, T_PEER_GUID_A, a);
 	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
-	IBST_EXPECT_EQ(t_stats(a).routes, 5);
+	IBST_EXPECT_EQ(t_stats(a).routes, 13);
 	WRITE_ONCE(pvcm_max_routes, max);
 
 	t_out(a, CM_DREQ_ATTR_ID, 0xa01, 0x5000 + 99, &err);
@@ -874,6 +895,8 @@ static void t_wire_peer_only(void)
 
 	/* active VF: before the REP only a REJ of the REQ may end it */
 	pv = t_out(s, CM_REQ_ATTR_ID, 0x7a1, 0, &err);
+	t_mad(&mad, CM_REP_ATTR_ID, 0, pv);	/* a REP names its sender */
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), -EPERM);
 	t_mad(&mad, CM_DREQ_ATTR_ID, 0xbad, pv);
 	IBST_EXPECT_EQ(t_dmx(&mad, &to), -EPERM);
 	t_rej(&mad, 0xbad, pv, IB_CM_REJ_CONSUMER_DEFINED, NULL);
