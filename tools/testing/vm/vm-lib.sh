@@ -1,0 +1,759 @@
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+# shellcheck shell=bash
+#
+# Host side of the VM rig, sourced by its front ends: tools/testing/vm/vm-run
+# (one guest, or two on one link) and tools/testing/sriov/run (an emulated
+# SR-IOV PF between VF guests and a remote guest).  It defines functions
+# only; a front end parses its options, sets the variables below, writes
+# each guest's config, insmod and tests files, then calls
+#
+#	vmlib_boot      build the initramfs/boot images, start QEMU, watch
+#	vmlib_report    TAP on stdout; sets FAILED
+#
+# Set by the front end (defaults from vmlib_defaults):
+#   ME RIG_DIR TOP    name, this directory, the project's top
+#   KREL KERNEL       the kernel of the run directory and of the KVM probe
+#   VMS               number of guests, vm0..vm(VMS-1)
+#   VM_KREL[i] VM_KERNEL[i]  kernel of guest i (default KREL/KERNEL)
+#   VM_NAME[i]        label of guest i in the report (default vmI)
+#   LINKS[k]          "A B": an emulated Ethernet link between guests A and
+#                     B (A < B; A listens on a 127.0.0.1 TCP port, B
+#                     connects).  Guest i's NIC on link k has the MAC
+#                     52:54:00:0b:KK:II+1 (hex).  No links and one guest:
+#                     restricted user networking.
+#   IDLE_TEST         a test script that is no TAP point (padding)
+#   LOG TIMEOUT BOOT_TIMEOUT HANG_FIRST ACCEL ICOUNT MEM SMP EXTRA_CMDLINE
+#   KEEP_RUNS         see vm-run --help
+#
+# The guest side is guest-run (started by initramfs-init), which reads
+# $RUN/vmI/{config,insmod,tests}.
+
+vmlib_defaults() {
+	KREL=6.1.0-57-amd64
+	KERNEL=
+	VMS=1
+	LOG=
+	TIMEOUT=600
+	BOOT_TIMEOUT=600
+	EXTRA_CMDLINE=
+	HANG_FIRST=0
+	ACCEL=auto
+	ICOUNT=
+	MEM=2G
+	SMP=2
+	KEEP_RUNS=30
+	IDLE_TEST=
+	LINKS=()
+	VM_KREL=()
+	VM_KERNEL=()
+	VM_NAME=()
+}
+
+die() {
+	echo "$ME: $*" >&2
+	exit 2
+}
+
+need_arg() {
+	[ "$2" -ge 2 ] || die "$1 needs an argument"
+}
+
+# Paths must be absolute: the guest sees the host's / at /.
+abspath() {
+	readlink -f "$1" || die "no such file: $1"
+}
+
+now() {
+	date +%s.%N
+}
+
+elapsed() {
+	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'
+}
+
+# vmlib_check: validate the common options, fill the per-guest defaults.
+vmlib_check() {
+	local i
+
+	KERNEL=${KERNEL:-/boot/vmlinuz-$KREL}
+	case "$TIMEOUT$BOOT_TIMEOUT" in
+	*[!0-9]*) die "timeouts are whole seconds" ;;
+	esac
+	if [ -n "$ICOUNT" ]; then
+		[[ $ICOUNT =~ ^([0-9]|10)$ ]] || die "--icount SHIFT must be 0..10"
+		[ "$ACCEL" != kvm ] || die "--icount needs TCG"
+		ACCEL=tcg
+		# QEMU 7.2's icount does not get the second vCPU of this
+		# kernel up (the boot stops at "x86: Booting SMP
+		# configuration"), and under icount the vCPUs would take
+		# turns on one clock anyway.
+		SMP=1
+	fi
+	for i in $(seq 0 $((VMS - 1))); do
+		VM_KREL[i]=${VM_KREL[i]:-$KREL}
+		VM_KERNEL[i]=${VM_KERNEL[i]:-/boot/vmlinuz-${VM_KREL[i]}}
+		VM_NAME[i]=${VM_NAME[i]:-vm$i}
+		[ -r "${VM_KERNEL[i]}" ] || die "no kernel image ${VM_KERNEL[i]}"
+		[ -d "/lib/modules/${VM_KREL[i]}" ] ||
+			die "no modules in /lib/modules/${VM_KREL[i]}"
+	done
+	command -v qemu-system-x86_64 > /dev/null || die "qemu-system-x86_64 missing"
+}
+
+# vmlib_run_dir: create the run directory $RUN under build/$KREL/vm/runs,
+# with one result directory per guest and the shared directory.
+vmlib_run_dir() {
+	local i
+
+	VMDIR=$TOP/build/$KREL/vm
+	mkdir -p "$VMDIR/runs" || die "cannot create $VMDIR"
+	RUN=$VMDIR/runs/$(date +%Y%m%d-%H%M%S)-$$
+	mkdir -p "$RUN/shared" "$RUN/files" || die "cannot create $RUN"
+	chmod 0777 "$RUN/shared"
+	for i in $(seq 0 $((VMS - 1))); do
+		mkdir -p "$RUN/vm$i"
+	done
+}
+
+# guest_path FILE: FILE as the guest sees it.  The guest hides some host
+# directories under tmpfs; files given from there are copied into the run
+# directory first, unless they are in the project tree, which the guest
+# mounts at its host path.
+guest_path() {
+	local f d
+
+	f=$(abspath "$1")
+	case "$f" in
+	"$TOP"/*) ;;
+	/tmp/* | /run/* | /var/tmp/* | /root/* | /dev/*)
+		d=$(mktemp -d "$RUN/files/XXXXXX") || die "mktemp"
+		cp "$f" "$d/" || die "cannot copy $f"
+		f=$d/$(basename "$f")
+		;;
+	esac
+	echo "$f"
+}
+
+# ---------------------------------------------------------------- initramfs
+# busybox-static plus the modules needed to mount 9p over virtio-pci, in
+# dependency order.  Built-in (=y) ones are skipped by modprobe itself.
+initramfs_modules() {
+	modprobe -S "$KREL" --show-depends -a virtio_pci 9pnet_virtio 9p |
+		awk '$1 == "insmod" && !seen[$2]++ { print $2 }'
+}
+
+build_initramfs() {
+	local out=$VMDIR/initramfs.cpio.gz mods stamp tmp m base
+
+	mods=$(initramfs_modules) || die "modprobe --show-depends failed"
+	[ -n "$mods" ] || die "no 9p modules found for $KREL"
+	# shellcheck disable=SC2086
+	stamp=$( {
+		echo "$KREL"
+		sha256sum "$RIG_DIR/initramfs-init" /bin/busybox $mods
+	} | sha256sum | cut -d' ' -f1)
+	if [ -r "$out" ] && [ "$(cat "$VMDIR/initramfs.stamp" 2>/dev/null)" = "$stamp" ]; then
+		INITRAMFS=$out
+		return
+	fi
+	tmp=$(mktemp -d "$VMDIR/initramfs.XXXXXX") || die "mktemp"
+	mkdir -p "$tmp/bin" "$tmp/proc" "$tmp/sys" "$tmp/dev" "$tmp/lib/modules"
+	cp /bin/busybox "$tmp/bin/busybox" || die "busybox-static missing"
+	ln -s busybox "$tmp/bin/sh"
+	install -m 0755 "$RIG_DIR/initramfs-init" "$tmp/init"
+	: > "$tmp/modules.list"
+	for m in $mods; do
+		base=$(basename "$m")
+		case "$m" in
+		*.ko.xz) xz -dc "$m" > "$tmp/lib/modules/${base%.xz}"; base=${base%.xz} ;;
+		*.ko.zst) zstd -qdc "$m" > "$tmp/lib/modules/${base%.zst}"; base=${base%.zst} ;;
+		*) cp "$m" "$tmp/lib/modules/$base" ;;
+		esac
+		echo "$base" >> "$tmp/modules.list"
+	done
+	(cd "$tmp" && find . | LC_ALL=C sort | cpio -o -H newc --quiet | gzip -1) \
+		> "$out.new" || die "cpio failed"
+	mv "$out.new" "$out"
+	echo "$stamp" > "$VMDIR/initramfs.stamp"
+	rm -rf "$tmp"
+	echo "$ME: built $out ($(tr '\n' ' ' < "$VMDIR/initramfs.stamp" | cut -c1-12))" >&2
+	INITRAMFS=$out
+}
+
+# ----------------------------------------------------------------- kernel
+# Under TCG, decompressing the bzImage costs ~6 s per boot.  With CONFIG_PVH
+# QEMU boots the plain vmlinux ELF directly, so unpack it once and cache it.
+boot_image() {
+	local sum out tmp off magic tool
+
+	BOOT_KERNEL=$KERNEL
+	is_elf "$KERNEL" && return
+	sum=$(sha256sum "$KERNEL" | cut -c1-16)
+	out=$VMDIR/vmlinux-$sum
+	[ -e "$out.nopvh" ] && return
+	if [ -r "$out" ]; then
+		BOOT_KERNEL=$out
+		return
+	fi
+	for magic in xz gzip zstd; do
+		case $magic in
+		xz) off=$(grep -abo $'\xfd7zXZ' "$KERNEL"); tool="xz -dc --single-stream" ;;
+		gzip) off=$(grep -abo $'\x1f\x8b\x08' "$KERNEL"); tool="gzip -dc" ;;
+		zstd) off=$(grep -abo $'\x28\xb5\x2f\xfd' "$KERNEL"); tool="zstd -qdc" ;;
+		esac
+		off=$(echo "$off" | head -n 1 | cut -d: -f1)
+		[ -n "$off" ] || continue
+		tmp=$(mktemp "$VMDIR/vmlinux.XXXXXX")
+		# shellcheck disable=SC2086
+		tail -c +$((off + 1)) "$KERNEL" | $tool > "$tmp" 2> /dev/null
+		if is_elf "$tmp"; then
+			# XEN_ELFNOTE_PHYS32_ENTRY (18): the PVH entry point.
+			if readelf -n "$tmp" | grep -q 'note type: (0x00000012)'; then
+				mv "$tmp" "$out"
+				BOOT_KERNEL=$out
+				return
+			fi
+			rm -f "$tmp"
+			break
+		fi
+		rm -f "$tmp"
+	done
+	: > "$out.nopvh"
+}
+
+is_elf() {
+	[ "$(head -c 4 "$1" | od -An -c | tr -d ' ')" = 177ELF ]
+}
+
+# prepare_kernel KREL KERNEL: the initramfs and boot image of one kernel,
+# cached in build/KREL/vm/ (INITRAMFS, BOOT_KERNEL).
+prepare_kernel() {
+	local KREL=$1 KERNEL=$2 VMDIR=$TOP/build/$1/vm
+
+	mkdir -p "$VMDIR" || die "cannot create $VMDIR"
+	exec 9> "$VMDIR/.initramfs.lock"
+	flock 9
+	build_initramfs
+	boot_image
+	flock -u 9
+	exec 9>&-
+}
+
+# ------------------------------------------------------------------ accel
+# /dev/kvm may exist yet not run guests (nested setups); probe once per
+# host boot and cache the answer.
+kvm_works() {
+	local cache=$VMDIR/kvm-probe boot log
+
+	[ -r /dev/kvm ] && [ -w /dev/kvm ] || return 1
+	boot=$(cat /proc/sys/kernel/random/boot_id)
+	if [ -r "$cache" ] && [ "$(head -1 "$cache")" = "$boot" ]; then
+		[ "$(sed -n 2p "$cache")" = yes ]
+		return
+	fi
+	log=$(mktemp)
+	{
+		timeout 15 qemu-system-x86_64 -accel kvm -cpu host -m 256 \
+			-nodefaults -display none -no-reboot -kernel "$KERNEL" \
+			-append "console=ttyS0 panic=-1 loglevel=1" \
+			-serial "file:$log" < /dev/null > /dev/null 2>&1
+	} 2> /dev/null
+	if grep -q "Kernel panic" "$log"; then
+		printf '%s\nyes\n' "$boot" > "$cache"
+	else
+		printf '%s\nno\n' "$boot" > "$cache"
+	fi
+	rm -f "$log"
+	[ "$(sed -n 2p "$cache")" = yes ]
+}
+
+vmlib_accel() {
+	case "$ACCEL" in
+	auto) if kvm_works; then ACCEL=kvm; else ACCEL=tcg; fi ;;
+	kvm | tcg) ;;
+	*) die "--accel must be auto, kvm or tcg" ;;
+	esac
+	# No 5-level paging in the guests.  A 6.1 kernel reads "LA57 on?"
+	# from the boot CPU's feature bits, which identify_cpu() clears and
+	# refills during boot; a KASAN check in an interrupt taken inside
+	# that window sees the 4-level shadow bounds, takes a 5-level
+	# direct-map address for wild and reports "BUG: KASAN:
+	# wild-memory-access" (seen once in do_raw_spin_lock from
+	# handle_edge_irq, during cpu_detect()).  The rig's guests need no
+	# more than 4-level paging, and TCG walks 4-level tables faster.
+	# With --icount the guest's clocks run on instructions executed, not
+	# on the host's time, and QEMU allows only single-threaded TCG.
+	# sleep=on: an idle guest's clock follows the host's.  With sleep=off
+	# it would jump to the next timer at once, also while the guest only
+	# waits for the host (9p): seen, the guest clock at 482 s when the
+	# guest booted after 18 s of host time, and a 1068 s test timeout
+	# firing after 58 s.
+	if [ "$ACCEL" = kvm ]; then
+		ACCEL_ARGS=(-accel kvm -cpu "host,la57=off")
+	elif [ -n "$ICOUNT" ]; then
+		ACCEL_ARGS=(-accel "tcg,thread=single" -cpu "max,la57=off"
+			-icount "shift=$ICOUNT,align=off,sleep=on")
+	else
+		ACCEL_ARGS=(-accel "tcg,thread=multi" -cpu "max,la57=off")
+	fi
+}
+
+# host_tsc_khz: the host's TSC rate in kHz, or nothing when unknown.
+host_tsc_khz() {
+	local mhz
+
+	mhz=$(dmesg 2> /dev/null | sed -n \
+		-e 's/.*tsc: Refined TSC clocksource calibration: \([0-9.]*\) MHz.*/\1/p' \
+		-e 's/.*tsc: Detected \([0-9.]*\) MHz processor.*/\1/p' | tail -n 1)
+	if [ -z "$mhz" ] && grep -q ' tsc_known_freq' /proc/cpuinfo; then
+		mhz=$(awk '/^cpu MHz/ { print $4; exit }' /proc/cpuinfo)
+	fi
+	[ -n "$mhz" ] && awk -v m="$mhz" 'BEGIN { printf "%d\n", m * 1000 }'
+}
+
+vmlib_cmdline() {
+	local khz
+
+	# qboot skips SeaBIOS' probing and saves about a second per boot.
+	BIOS_ARGS=()
+	[ -r /usr/share/qemu/qboot.rom ] && BIOS_ARGS=(-bios /usr/share/qemu/qboot.rom)
+
+	# no_timer_check: on a starved TCG host the guest's IO-APIC timer
+	# check can miss its window and panic the boot ("IO-APIC + timer
+	# doesn't work").
+	CMDLINE="console=ttyS0 quiet panic=-1 8250.nr_uarts=1 tsc=reliable no_timer_check"
+
+	# Under TCG the guest's TSC runs at the host's rate.  Tell the guest
+	# that rate instead of letting it calibrate: on a starved host the
+	# calibration can be far off (seen: "tsc: Detected 109.270 MHz" for
+	# a 2445 MHz TSC), the guest clock then runs 20 times fast and every
+	# timeout in the guest expires early.
+	# Under --icount the TSC counts virtual nanoseconds whatever the
+	# shift: 1 GHz.
+	if [ -n "$ICOUNT" ]; then
+		CMDLINE="$CMDLINE tsc_early_khz=1000000"
+	elif [ "$ACCEL" = tcg ] && khz=$(host_tsc_khz) && [ -n "$khz" ]; then
+		CMDLINE="$CMDLINE tsc_early_khz=$khz"
+	fi
+}
+
+# -------------------------------------------------------------------- run
+console_log() {
+	if [ -z "$LOG" ]; then
+		echo "$RUN/console-vm$1.log"
+	elif [ "$1" = 0 ]; then
+		echo "$LOG"
+	else
+		echo "$LOG.vm$1"
+	fi
+}
+
+free_port() {
+	local p
+
+	for _ in $(seq 50); do
+		p=$((20000 + RANDOM % 20000))
+		case " ${LINK_PORT[*]} " in *" $p "*) continue ;; esac
+		if ! ss -Htan "( sport = :$p )" | grep -q .; then
+			echo "$p"
+			return
+		fi
+	done
+	die "no free TCP port"
+}
+
+# A port for every link.
+link_ports() {
+	local k p
+
+	LINK_PORT=()
+	for k in "${!LINKS[@]}"; do
+		p=$(free_port)
+		LINK_PORT[k]=$p
+	done
+}
+
+PIDS=()
+cleanup() {
+	local p
+
+	for p in "${PIDS[@]}"; do
+		kill "$p" 2> /dev/null
+	done
+}
+
+# net_args I: the -netdev/-device arguments of guest I in NET_ARGS.
+net_args() {
+	local i=$1 k a b mode mac
+
+	NET_ARGS=()
+	if [ "${#LINKS[@]}" = 0 ]; then
+		NET_ARGS=(-netdev "user,id=n0,restrict=on"
+			-device "virtio-net-pci,netdev=n0,romfile=,mac=52:54:00:0b:00:0$((i + 1))")
+		return
+	fi
+	for k in "${!LINKS[@]}"; do
+		read -r a b <<< "${LINKS[k]}"
+		if [ "$i" = "$a" ]; then
+			mode=listen
+		elif [ "$i" = "$b" ]; then
+			mode=connect
+		else
+			continue
+		fi
+		mac=$(printf '52:54:00:0b:%02x:%02x' "$k" $((i + 1)))
+		NET_ARGS+=(-netdev "socket,id=n$k,$mode=127.0.0.1:${LINK_PORT[k]}"
+			-device "virtio-net-pci,netdev=n$k,romfile=,mac=$mac")
+	done
+}
+
+start_vm() {
+	local i=$1 log stopped=()
+
+	log=$(console_log "$i")
+	mkdir -p "$(dirname "$log")"
+	: > "$log"
+	net_args "$i"
+	[ "$HANG_FIRST" = 1 ] && [ "$BOOTS" = 1 ] && stopped=(-S)
+	qemu-system-x86_64 "${ACCEL_ARGS[@]}" "${BIOS_ARGS[@]}" "${stopped[@]}" -machine q35 -m "$MEM" -smp "$SMP" \
+		-nographic -nodefaults -no-reboot -monitor none \
+		-serial "file:$log" \
+		-kernel "${VM_BOOT[i]}" -initrd "${VM_INITRD[i]}" \
+		-append "$CMDLINE vm.index=$i vm.project=$TOP $EXTRA_CMDLINE" \
+		-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap \
+		-device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
+		-fsdev local,id=res,path="$RUN",security_model=none,multidevs=remap \
+		-device virtio-9p-pci,fsdev=res,mount_tag=results \
+		-fsdev local,id=proj,path="$TOP",security_model=none,readonly=on,multidevs=remap \
+		-device virtio-9p-pci,fsdev=proj,mount_tag=project \
+		"${NET_ARGS[@]}" \
+		< /dev/null > "$RUN/qemu-vm$i.err" 2>&1 &
+	PIDS+=($!)
+}
+
+# wait_listening I: the QEMU of guest I listens on the ports of its links.
+wait_listening() {
+	local i=$1 k a b
+
+	for k in "${!LINKS[@]}"; do
+		read -r a b <<< "${LINKS[k]}"
+		[ "$a" = "$i" ] || continue
+		for _ in $(seq 100); do
+			ss -Hltn "( sport = :${LINK_PORT[k]} )" | grep -q . && break
+			sleep 0.1
+		done
+	done
+}
+
+start_vms() {
+	local i
+
+	T0=$(now)
+	echo "$ME: $VMS VM(s), $ACCEL${ICOUNT:+ icount shift=$ICOUNT}, kernel $KERNEL, run dir $RUN" >&2
+	for i in $(seq 0 $((VMS - 1))); do
+		[ "${VM_KERNEL[i]}" = "$KERNEL" ] ||
+			echo "$ME: ${VM_NAME[i]} boots ${VM_KERNEL[i]}" >&2
+		# A listening QEMU must be up before a connecting one starts.
+		start_vm "$i"
+		wait_listening "$i"
+	done
+	BOOT_T=()
+	DEADLINE=$(awk -v t="$T0" -v d="$TIMEOUT" 'BEGIN { printf "%d", t + d }')
+	BOOT_DEADLINE=0
+	[ "$BOOT_TIMEOUT" -gt 0 ] &&
+		BOOT_DEADLINE=$(awk -v t="$T0" -v d="$BOOT_TIMEOUT" 'BEGIN { printf "%d", t + d }')
+}
+
+kill_vms() {
+	local p
+
+	cleanup
+	sleep 1
+	for p in "${PIDS[@]}"; do
+		kill -9 "$p" 2> /dev/null
+	done
+	wait 2> /dev/null
+}
+
+# A guest that does not reach the test driver in time (seen with the debug
+# kernel under heavy host load: an empty console for 20 minutes while
+# other boots of the same kernel took two) is taken for a hung boot.  Its
+# console log is kept as console-vmN.log.boot1 and the run is started once
+# more from scratch: the guests' result directories are emptied of
+# anything the guests wrote.
+reboot_vms() {
+	local i log f
+
+	kill_vms
+	PIDS=()
+	for i in $(seq 0 $((VMS - 1))); do
+		log=$(console_log "$i")
+		mv "$log" "$log.boot1" 2> /dev/null
+		mv "$RUN/qemu-vm$i.err" "$RUN/qemu-vm$i.err.boot1" 2> /dev/null
+		for f in "$RUN/vm$i"/*; do
+			case ${f##*/} in
+			config | insmod | tests) ;;
+			*) rm -rf "$f" ;;
+			esac
+		done
+	done
+	find "$RUN/shared" -mindepth 1 -delete
+	link_ports
+	start_vms
+}
+
+# vmlib_boot: boot every guest, wait until all have stopped (or the boot
+# watchdog or the run's timeout gave up on them).
+vmlib_boot() {
+	local i alive unbooted note
+
+	vmlib_accel
+	vmlib_cmdline
+	VM_BOOT=()
+	VM_INITRD=()
+	for i in $(seq 0 $((VMS - 1))); do
+		prepare_kernel "${VM_KREL[i]}" "${VM_KERNEL[i]}"
+		VM_INITRD[i]=$INITRAMFS
+		VM_BOOT[i]=$BOOT_KERNEL
+	done
+
+	echo "$RIG_DIR/guest-run" > "$RUN/driver"
+
+	# Drop old runs, keep the newest few.
+	find "$VMDIR/runs" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort -r |
+		tail -n +$((KEEP_RUNS + 1)) | while read -r old; do
+		rm -rf "${VMDIR:?}/runs/$old"
+	done
+
+	trap cleanup EXIT
+	trap 'exit 130' INT TERM
+
+	declare -gA BOOT_T
+	BOOT_NOTES=()
+	TIMED_OUT=0
+	BOOTS=1
+	link_ports
+	start_vms
+	while :; do
+		alive=0
+		unbooted=
+		for i in "${!PIDS[@]}"; do
+			kill -0 "${PIDS[$i]}" 2> /dev/null && alive=1
+			if [ -z "${BOOT_T[$i]:-}" ] && [ -e "$RUN/vm$i/booted" ]; then
+				BOOT_T[$i]=$(elapsed "$T0" "$(now)")
+				echo "$ME: ${VM_NAME[i]} booted in ${BOOT_T[$i]} s" >&2
+			fi
+			[ -n "${BOOT_T[$i]:-}" ] || unbooted="$unbooted ${VM_NAME[i]}"
+		done
+		[ "$alive" = 1 ] || break
+		if [ -n "$unbooted" ] && [ "$BOOT_DEADLINE" -gt 0 ] &&
+			[ "$(date +%s)" -ge "$BOOT_DEADLINE" ]; then
+			note="boot $BOOTS:$unbooted not at the test driver after $BOOT_TIMEOUT s"
+			if [ "$BOOTS" = 1 ]; then
+				note="$note; booting again (console log: *.boot1)"
+				BOOT_NOTES+=("$note")
+				echo "$ME: $note" >&2
+				BOOTS=2
+				reboot_vms
+				continue
+			fi
+			BOOT_NOTES+=("$note; giving up")
+			echo "$ME: $note; giving up" >&2
+			TIMED_OUT=1
+			BOOTS=gave-up
+			kill_vms
+			break
+		fi
+		if [ "$(date +%s)" -ge "$DEADLINE" ]; then
+			TIMED_OUT=1
+			echo "$ME: timeout after $TIMEOUT s, killing QEMU" >&2
+			kill_vms
+			break
+		fi
+		sleep 0.2
+	done
+	wait 2> /dev/null
+	T1=$(now)
+}
+
+# ------------------------------------------------------------------ report
+point() {
+	local ok=$1 name=$2
+
+	POINT=$((POINT + 1))
+	if [ "$ok" = 1 ]; then
+		echo "ok $POINT - $name"
+	else
+		echo "not ok $POINT - $name"
+		FAILED=1
+	fi
+}
+
+# Show a guest-side output file as TAP diagnostics.
+diag() {
+	local prefix=$1 file=$2
+
+	[ -r "$file" ] || return
+	sed -e 's/^# //' -e "s/^/# $prefix/" "$file"
+}
+
+# Why a guest produced no result: the tail of its console log.
+why_dead() {
+	local i=$1 log v=${VM_NAME[$1]}
+
+	log=$(console_log "$i")
+	if [ "$BOOTS" = gave-up ]; then
+		echo "# $v: no result, no boot reached the test driver within $BOOT_TIMEOUT s"
+	elif [ "$TIMED_OUT" = 1 ]; then
+		echo "# $v: no result, the run timed out after $TIMEOUT s (hang?)"
+	elif [ ! -e "$RUN/vm$i/booted" ]; then
+		echo "# $v: no result, the guest never reached the test driver"
+	else
+		echo "# $v: no result, the guest died (panic?)"
+	fi
+	grep -a -m 5 -E 'Kernel panic|BUG:|Oops|general protection' "$log" |
+		tr -d '\r' | sed -e "s/^/# $v: /"
+	echo "# $v: last console lines ($log):"
+	tail -n 15 "$log" | sed -e 's/^/#   /'
+	if [ -s "$RUN/qemu-vm$i.err" ]; then
+		sed -e "s/^/# $v qemu: /" "$RUN/qemu-vm$i.err"
+	fi
+}
+
+# vm_prefix I: how diagnostics of guest I start ("" with one guest).
+vm_prefix() {
+	[ "$VMS" = 1 ] || echo "${VM_NAME[$1]}: "
+}
+
+# test_name FILE: a test script as the report names it.
+test_name() {
+	local name=${1#"$RUN"/files/*/}
+
+	echo "${name#"$TOP"/}"
+}
+
+# Test points: slot N of every guest's tests file runs at the same time
+# (guest-run puts a barrier before each).  The guests that run the same
+# script in a slot make one point; IDLE_TEST is no point.
+# test_groups: TEST_GROUPS[] of "N script vm vm...", in order.
+test_groups() {
+	local n i t g found
+
+	TEST_GROUPS=()
+	NSLOTS=$(wc -l < "$RUN/vm0/tests")
+	for n in $(seq 1 "$NSLOTS"); do
+		local slot=()
+		for i in $(seq 0 $((VMS - 1))); do
+			t=$(sed -n "${n}p" "$RUN/vm$i/tests")
+			[ -n "$t" ] || continue
+			[ -n "$IDLE_TEST" ] && [ "$t" = "$IDLE_TEST" ] && continue
+			found=0
+			for g in "${!slot[@]}"; do
+				if [ "${slot[g]%% *}" = "$t" ]; then
+					slot[g]="${slot[g]} $i"
+					found=1
+					break
+				fi
+			done
+			[ "$found" = 1 ] || slot+=("$t $i")
+		done
+		for g in "${slot[@]}"; do
+			TEST_GROUPS+=("$n $g")
+		done
+	done
+}
+
+# vmlib_report: the TAP report of the run; FAILED=1 if a point failed.
+# shellcheck disable=SC2034
+vmlib_report() {
+	local i n t p ok rc times name g vms hits log files f label PATTERNS boot
+
+	FAILED=0
+	POINT=0
+	DEAD_SHOWN=()
+	test_groups
+
+	echo "TAP version 13"
+	echo "1..$((${#TEST_GROUPS[@]} + 2))"
+	for note in "${BOOT_NOTES[@]}"; do
+		echo "# boot watchdog: $note"
+	done
+
+	ok=1
+	for i in $(seq 0 $((VMS - 1))); do
+		p=$(vm_prefix "$i")
+		diag "$p" "$RUN/vm$i/setup.out"
+		[ -r "$RUN/vm$i/setup.time" ] && echo "# ${p}setup time: $(cat "$RUN/vm$i/setup.time")s"
+		if [ "$(cat "$RUN/vm$i/setup.rc" 2>/dev/null)" != 0 ]; then
+			ok=0
+			if [ ! -e "$RUN/vm$i/setup.rc" ]; then
+				why_dead "$i"
+				DEAD_SHOWN[i]=1
+			fi
+		fi
+	done
+	point "$ok" "setup (network, modprobe, insmod)"
+	for g in "${TEST_GROUPS[@]}"; do
+		read -r n t vms <<< "$g"
+		name=$(test_name "$t")
+		ok=1
+		times=""
+		label=""
+		for i in $vms; do
+			p=$(vm_prefix "$i")
+			label="$label,${VM_NAME[i]}"
+			diag "$p" "$RUN/vm$i/test-$n.out"
+			rc=$(cat "$RUN/vm$i/test-$n.rc" 2>/dev/null)
+			if [ -z "$rc" ]; then
+				ok=0
+				if [ -z "${DEAD_SHOWN[$i]:-}" ]; then
+					why_dead "$i"
+					DEAD_SHOWN[i]=1
+				fi
+				continue
+			fi
+			[ "$rc" = 0 ] || { ok=0; echo "# ${p}exit status $rc"; }
+			times="$times ${p}$(cat "$RUN/vm$i/test-$n.time" 2>/dev/null)s"
+		done
+		[ -n "$times" ] && echo "# time:$times"
+		# Name the guests unless all of them ran it.
+		[ "$(echo "$vms" | wc -w)" = "$VMS" ] || name="${label#,}: $name"
+		point "$ok" "$name"
+	done
+
+	# The kernel log check covers the console (panics, early boot) and
+	# the full dmesg dump (quiet hides low levels on the console until
+	# the driver runs).
+	PATTERNS=$RUN/splat-patterns
+	grep -v -e '^#' -e '^$' "$RIG_DIR/splat-patterns" > "$PATTERNS"
+	[ -s "$PATTERNS" ] || die "no patterns in $RIG_DIR/splat-patterns"
+	ok=1
+	for i in $(seq 0 $((VMS - 1))); do
+		log=$(console_log "$i")
+		files=("$log")
+		for f in dmesg.boot dmesg; do
+			[ -r "$RUN/vm$i/$f" ] && files+=("$RUN/vm$i/$f")
+		done
+		if [ ! -e "$RUN/vm$i/done" ]; then
+			ok=0
+			echo "# ${VM_NAME[i]}: the guest did not finish; its log cannot be called clean"
+		fi
+		hits=$(grep -hF -f "$PATTERNS" "${files[@]}" | tr -d '\r' | sort -u)
+		if [ -n "$hits" ]; then
+			ok=0
+			echo "# ${VM_NAME[i]}: kernel log has splats ($log):"
+			echo "$hits" | head -n 20 | sed -e 's/^/#   /'
+		fi
+	done
+	point "$ok" "kernel log clean"
+
+	boot=""
+	for i in "${!PIDS[@]}"; do
+		boot="$boot ${VM_NAME[i]}=${BOOT_T[$i]:-never}s"
+	done
+	echo "# boot time (QEMU start to test driver):$boot; total $(elapsed "$T0" "$T1") s"
+	for i in $(seq 0 $((VMS - 1))); do
+		echo "# console log ${VM_NAME[i]}: $(console_log "$i")"
+	done
+	echo "# results: $RUN"
+}
