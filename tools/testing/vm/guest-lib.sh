@@ -11,6 +11,10 @@
 #   MY_IP      this guest        PEER_IP    the other guest (2 VMs only)
 #   VM_SHARED  a directory all guests of the run share (9p on the host)
 #   VM_NETDEV  the virtio NIC (after net_up, normally eth0)
+# Guests with several NICs (tools/testing/sriov/run) also get
+#   VM_NICS    "NAME=MAC=ADDR/LEN ...": net_up renames the NIC of each MAC
+#              to NAME and gives it ADDR; VM_NETDEV is the first of them
+#   VM_GATEWAY the default route, VM_FORWARD=1: the guest routes IPv4
 
 TAP_N=0
 TAP_FAILED=0
@@ -138,11 +142,64 @@ connect_retry() {
 	return $rc
 }
 
+# nic_by_mac MAC: the name of the NIC with that address.
+nic_by_mac() {
+	local dev
+
+	for dev in /sys/class/net/*; do
+		[ "$(cat "$dev/address" 2>/dev/null)" = "$1" ] || continue
+		echo "${dev##*/}"
+		return 0
+	done
+	return 1
+}
+
+# net_up_nics: the NICs of $VM_NICS, named, addressed and up; the default
+# route and forwarding of VM_GATEWAY and VM_FORWARD.  Idempotent.
+net_up_nics() {
+	local nic name mac addr dev
+
+	VM_NETDEV=
+	ip link set lo up
+	for nic in $VM_NICS; do
+		IFS='=' read -r name mac addr <<< "$nic"
+		[ -n "$VM_NETDEV" ] || VM_NETDEV=$name
+		if ! dev=$(wait_until 10 nic_by_mac "$mac"); then
+			echo "# net_up: no NIC with MAC $mac (for $name)"
+			return 1
+		fi
+		if [ "$dev" != "$name" ]; then
+			ip link set "$dev" down || return 1
+			ip link set "$dev" name "$name" || return 1
+		fi
+		ip link set "$name" up || return 1
+		if ! ip -4 addr show dev "$name" | grep -q "inet $addr "; then
+			ip addr add "$addr" dev "$name" || return 1
+			echo "# $name ($mac) up with $addr"
+		fi
+	done
+	export VM_NETDEV
+	if [ "${VM_FORWARD:-0}" = 1 ] &&
+		[ "$(cat /proc/sys/net/ipv4/ip_forward)" != 1 ]; then
+		echo 1 > /proc/sys/net/ipv4/ip_forward || return 1
+		echo "# IPv4 forwarding on"
+	fi
+	if [ -n "${VM_GATEWAY:-}" ] &&
+		! ip -4 route show default | grep -q "via $VM_GATEWAY "; then
+		ip route replace default via "$VM_GATEWAY" || return 1
+		echo "# default route via $VM_GATEWAY"
+	fi
+}
+
 # Find the virtio NIC, give it $MY_IP/24 and bring it up.  Idempotent.
 net_up() {
 	local dev drv
 
 	modprobe virtio_net || return 1
+	if [ -n "${VM_NICS:-}" ]; then
+		net_up_nics
+		return
+	fi
 	VM_NETDEV=
 	for dev in /sys/class/net/*; do
 		drv=$(readlink "$dev/device/driver" 2>/dev/null)
@@ -185,13 +242,16 @@ rxe_up() {
 	echo "# $rxe active on $VM_NETDEV"
 }
 
-# vm_barrier NAME [SECONDS]: return once every guest of the run got here.
+# vm_barrier NAME [SECONDS [INDEX...]]: return once every guest of the run
+# (or the guests INDEX...) got here.
 vm_barrier() {
-	local name=$1 secs=${2:-60} i
+	local name=$1 secs=${2:-60} i guests
 
+	shift 2 2> /dev/null || shift $#
+	guests=${*:-$(seq 0 $((VM_COUNT - 1)))}
 	mkdir -p "$VM_SHARED" 2>/dev/null
 	: > "$VM_SHARED/barrier.$name.vm$VM_INDEX" || return 1
-	for i in $(seq 0 $((VM_COUNT - 1))); do
+	for i in $guests; do
 		wait_until "$secs" test -e "$VM_SHARED/barrier.$name.vm$i" || return 1
 	done
 }
