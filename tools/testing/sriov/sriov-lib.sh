@@ -1,0 +1,104 @@
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+# shellcheck shell=bash
+#
+# Guest helpers for scripts run by tools/testing/sriov/run, sourced after
+# guest-lib.sh:
+#
+#	. "$GUEST_LIB"
+#	. "$SRIOV_LIB"
+#
+# The PF guest (index $PF_INDEX) only routes; the VFs and the remote carry
+# the RDMA traffic.
+
+# traffic_barrier NAME [SECONDS]: the VFs and the remote all got here (the
+# PF runs other scripts, or none, in the same step).
+traffic_barrier() {
+	vm_barrier "$1" "${2:-60}" "$VF1_INDEX" "$VF2_INDEX" "$REMOTE_INDEX"
+}
+
+# step_done INDEX: guest INDEX has finished the current step.
+step_done() {
+	test -e "$VM_SHARED/../vm$1/test-$VM_TEST_INDEX.rc"
+}
+
+# wait_step_end [SECONDS]: for a PF script that watches a step: return
+# once the VFs and the remote have finished their scripts of this step.
+wait_step_end() {
+	local secs=${1:-$VM_TEST_TIMEOUT} i
+
+	for i in "$VF1_INDEX" "$VF2_INDEX" "$REMOTE_INDEX"; do
+		wait_until "$secs" step_done "$i" || return 1
+	done
+}
+
+# roce_v2_gid DEV IP: DEV port 1 has a RoCE v2 GID for IPv4 address IP
+# (::ffff:IP, the form rdma_rxe derives from the netdev's address).
+roce_v2_gid() {
+	local dev=$1 want g n o
+
+	IFS=. read -r -a o <<< "$2"
+	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' \
+		"${o[0]}" "${o[1]}" "${o[2]}" "${o[3]}")
+	for g in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
+		n=${g##*/}
+		[ "$(cat "$g" 2> /dev/null)" = "$want" ] || continue
+		[ "$(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/types/$n" 2> /dev/null)" = "RoCE v2" ] &&
+			return 0
+	done
+	return 1
+}
+
+# rping_serve NAME PORT COUNT: an rping server on MY_IP:PORT in the
+# background (its PID in RPING_PID, output in /tmp/NAME.out); tells the
+# others "NAME-up".
+# shellcheck disable=SC2034
+rping_serve() {
+	local name=$1 port=$2 count=$3
+
+	bg_with_timeout 120 rping -s -a "$MY_IP" -p "$port" -C "$count" -v \
+		> "/tmp/$name.out" 2>&1
+	RPING_PID=$!
+	sleep 0.5
+	vm_signal "$name-up"
+}
+
+# rping_served NAME PID COUNT: one TAP point, the server PID ended well
+# after COUNT pings.
+rping_served() {
+	local name=$1 pid=$2 count=$3 rc
+
+	wait "$pid"
+	rc=$?
+	echo "# $name: server exit status $rc"
+	[ "$rc" = 0 ] || sed -e "s/^/# $name server: /" "/tmp/$name.out"
+	tap_check "$name: server ($SRIOV_NAME) exit 0" test "$rc" = 0
+}
+
+# rping_client NAME IP PORT COUNT: an rping client once NAME is up
+# (output in /tmp/NAME.out, status in /tmp/NAME.rc); no TAP point.
+rping_client() {
+	local name=$1 ip=$2 port=$3 count=$4 out=/tmp/$1.out rc
+
+	if ! vm_wait "$name-up" 120; then
+		echo "# $name: the server never started" > "$out"
+		echo 1 > "/tmp/$name.rc"
+		return 1
+	fi
+	connect_retry 15 "$out" run_with_timeout 60 \
+		rping -c -a "$ip" -p "$port" -C "$count" -v
+	rc=$?
+	echo "$rc" > "/tmp/$name.rc"
+	return "$rc"
+}
+
+# rping_checked NAME COUNT: TAP points for the client of rping_client.
+rping_checked() {
+	local name=$1 count=$2 out=/tmp/$1.out rc pings
+
+	rc=$(cat "/tmp/$name.rc" 2> /dev/null)
+	pings=$(grep -c '^ping data: rdma-ping-' "$out")
+	echo "# $name: client exit status ${rc:-none}, $pings ping lines"
+	[ "$rc" = 0 ] || tail -n 5 "$out" | sed -e "s/^/# $name client: /"
+	tap_check "$name: client ($SRIOV_NAME) exit 0" test "$rc" = 0
+	tap_check "$name: $count pings" test "$pings" = "$count"
+}
