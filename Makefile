@@ -39,7 +39,7 @@ build_dirs = $(foreach d,$(MODDIRS),$(if $(or $(findstring distro:,$(d)),\
 	$(wildcard $(TOP)/$(d)/Kbuild)),$(d)))
 
 .PHONY: all modules deps source check gates vm-test main help clean distclean \
-	patches dkms-deb bench-pvcm bench-cm mutants replay check-debug
+	patches dkms-deb bench-pvcm bench-cm mutants replay check-debug sriov
 
 all: modules
 
@@ -59,6 +59,8 @@ help:
 	@echo 'make mutants      cm.c mutants the PV-CM test module must kill'
 	@echo 'make replay       replay captured CM traffic through the PV-CM cache'
 	@echo 'make check-debug  the VM suites on a KASAN/lockdep/kmemleak kernel (slow first build)'
+	@echo 'make sriov        rping/ib_send_bw from two VF guests through an emulated PF guest'
+	@echo '                  (SRIOV_ARGS: more tools/testing/sriov/run options; not in make check)'
 	@echo 'make clean        remove build/<krel>; distclean removes build/'
 	@echo "KDIR=$(KDIR) KREL=$(KREL)"
 
@@ -123,6 +125,20 @@ mutants: modules
 # built once from linux-source-6.1 and cached in ~/.cache/pvcm-debug-kernel.
 check-debug: deps source
 	@$(TOP)/tools/testing/check-debug
+
+# The emulated SR-IOV topology (tools/testing/sriov/README): two VF guests
+# and a remote guest, rping and ib_send_bw through a PF guest that
+# forwards IPv4.  Not part of make check yet.  SRIOV_ARGS adds options,
+# e.g. --pf-insmod "KO ARGS", --remote-insmod KO, --pf-krel KREL.
+SRIOV_ARGS ?=
+SRIOV_T := $(TOP)/tools/testing/sriov
+sriov: modules
+	@$(SRIOV_T)/run \
+		--vf-test $(SRIOV_T)/rping.sh --remote-test $(SRIOV_T)/rping.sh \
+		--pf-test $(SRIOV_T)/pf_forward.sh \
+		--vf-test $(SRIOV_T)/ib_send_bw.sh --remote-test $(SRIOV_T)/ib_send_bw.sh \
+		--pf-test $(SRIOV_T)/pf_forward.sh \
+		$(SRIOV_ARGS)
 
 # Replay of captured rping/ucmatose/udaddy CM traffic through the cache.
 replay: modules

@@ -24,10 +24,13 @@ step_done() {
 # wait_step_end [SECONDS]: for a PF script that watches a step: return
 # once the VFs and the remote have finished their scripts of this step.
 wait_step_end() {
-	local secs=${1:-$VM_TEST_TIMEOUT} i
+	local end=$((SECONDS + ${1:-$VM_TEST_TIMEOUT})) i
 
 	for i in "$VF1_INDEX" "$VF2_INDEX" "$REMOTE_INDEX"; do
-		wait_until "$secs" step_done "$i" || return 1
+		while ! step_done "$i"; do
+			[ "$SECONDS" -lt "$end" ] || return 1
+			sleep 0.5
+		done
 	done
 }
 
