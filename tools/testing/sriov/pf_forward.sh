@@ -3,8 +3,9 @@
 #
 # PF side of a step of tools/testing/sriov/run (--pf-test): the PF guest
 # forwards IPv4, has no RDMA device, and the VFs' and the remote's traffic
-# of this step went through it: every NIC (vf1, vf2, wire) received and
-# sent packets, and the forwarded datagram count grew.
+# of this step went through it: RoCEv2 packets, CM MADs (GSI) among them,
+# entered and left every NIC (vf1, vf2, wire; counted by roce_count.py on
+# a packet socket), and the forwarded datagram count grew.
 
 # shellcheck source=SCRIPTDIR/../vm/guest-lib.sh
 . "$GUEST_LIB"
@@ -32,12 +33,27 @@ for d in "${DEVS[@]}"; do
 	TX[$d]=$(nic_stat "$d" tx_packets)
 done
 fwd0=$(forwarded)
+COUNTS=/tmp/roce-count.$VM_TEST_INDEX
+python3 "$(dirname "$SRIOV_LIB")/roce_count.py" "$COUNTS" "${DEVS[@]}" \
+	> /tmp/roce-count.out 2>&1 &
+counter=$!
+if wait_until 30 grep -qs listening /tmp/roce-count.out; then
+	tap_ok "RoCEv2 packet counter started"
+else
+	tap_fail "RoCEv2 packet counter started"
+	sed -e 's/^/# roce_count.py: /' /tmp/roce-count.out
+fi
+pf_watching
 
 tap_check "IPv4 forwarding on" test "$(cat /proc/sys/net/ipv4/ip_forward)" = 1
 tap_check "no RDMA device on the PF" test -z "$(ls /sys/class/infiniband 2> /dev/null)"
 wait_step_end $((${VM_TEST_TIMEOUT:-300} - 15))
 tap_check "the VFs and the remote finished the step" test $? = 0
+echo "# the others finished after $SECONDS s"
 
+kill -TERM "$counter" 2> /dev/null
+wait "$counter"
+echo "# counter stopped after $SECONDS s"
 fwd=$(($(forwarded) - fwd0))
 echo "# forwarded IPv4 datagrams in this step: $fwd"
 tap_check "datagrams forwarded" test "$fwd" -gt 0
@@ -45,6 +61,16 @@ for d in "${DEVS[@]}"; do
 	rx=$(($(nic_stat "$d" rx_packets) - RX[$d]))
 	tx=$(($(nic_stat "$d" tx_packets) - TX[$d]))
 	echo "# $d ($(ip -4 -o addr show dev "$d" | awk '{ print $4 }')): rx $rx tx $tx packets"
-	tap_check "$d carried traffic both ways" test "$rx" -gt 0 -a "$tx" -gt 0
+	if [ ! -r "$COUNTS" ]; then
+		tap_fail "RoCEv2 packets counted on $d"
+		continue
+	fi
+	for way in in out; do
+		roce=$(awk -v d="$d" -v w="$way" '$1 == d && $2 == w && $3 == "roce" { print $4 }' "$COUNTS")
+		gsi=$(awk -v d="$d" -v w="$way" '$1 == d && $2 == w && $3 == "gsi" { print $4 }' "$COUNTS")
+		echo "# $d $way: ${roce:-?} RoCEv2 packets, ${gsi:-?} of them GSI (CM MADs)"
+		tap_check "RoCEv2 $way of $d" test "${roce:-0}" -gt 0
+		tap_check "CM MADs $way of $d" test "${gsi:-0}" -gt 0
+	done
 done
 tap_done

@@ -34,6 +34,24 @@ wait_step_end() {
 	done
 }
 
+# pf_watching: a PF script that counts a step's traffic tells the others
+# that it is ready (after the step's barrier, before their first packet).
+pf_watching() {
+	vm_signal "pf-watching-$VM_TEST_INDEX"
+}
+
+# wait_pf_watching [SECONDS]: in a traffic script, before its first
+# packet: when the PF runs a script in this step, give it up to SECONDS
+# (default 20) to call pf_watching.
+wait_pf_watching() {
+	local pf_script
+
+	pf_script=$(sed -n "${VM_TEST_INDEX}p" "$VM_SHARED/../vm$PF_INDEX/tests")
+	[ "${pf_script##*/}" = idle.sh ] && return 0
+	vm_wait "pf-watching-$VM_TEST_INDEX" "${1:-20}" && return 0
+	echo "# the PF's ${pf_script##*/} did not call pf_watching; going on"
+}
+
 # roce_v2_gid DEV IP: DEV port 1 has a RoCE v2 GID for IPv4 address IP
 # (::ffff:IP, the form rdma_rxe derives from the netdev's address).
 roce_v2_gid() {
