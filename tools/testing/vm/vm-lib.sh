@@ -14,7 +14,8 @@
 #   ME RIG_DIR TOP    name, this directory, the project's top
 #   KREL KERNEL       the kernel of the run directory and of the KVM probe
 #   VMS               number of guests, vm0..vm(VMS-1)
-#   VM_KREL[i] VM_KERNEL[i]  kernel of guest i (default KREL/KERNEL)
+#   VM_KREL[i] VM_KERNEL[i]  kernel of guest i (default KREL and KERNEL;
+#                     another release: /boot/vmlinuz-VM_KREL[i])
 #   VM_NAME[i]        label of guest i in the report (default vmI)
 #   LINKS[k]          "A B": an emulated Ethernet link between guests A and
 #                     B (A < B; A listens on a 127.0.0.1 TCP port, B
@@ -91,7 +92,15 @@ vmlib_check() {
 	fi
 	for i in $(seq 0 $((VMS - 1))); do
 		VM_KREL[i]=${VM_KREL[i]:-$KREL}
-		VM_KERNEL[i]=${VM_KERNEL[i]:-/boot/vmlinuz-${VM_KREL[i]}}
+		# --kernel FILE goes with --krel: a guest of that release
+		# boots FILE, one of another release its /boot image.
+		if [ -z "${VM_KERNEL[i]:-}" ]; then
+			if [ "${VM_KREL[i]}" = "$KREL" ]; then
+				VM_KERNEL[i]=$KERNEL
+			else
+				VM_KERNEL[i]=/boot/vmlinuz-${VM_KREL[i]}
+			fi
+		fi
 		VM_NAME[i]=${VM_NAME[i]:-vm$i}
 		[ -r "${VM_KERNEL[i]}" ] || die "no kernel image ${VM_KERNEL[i]}"
 		[ -d "/lib/modules/${VM_KREL[i]}" ] ||
