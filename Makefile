@@ -24,6 +24,8 @@ SRC_TARBALL ?= $(firstword $(wildcard /usr/src/linux-source-6.1.tar.*))
 SRC := $(TOP)/build/src/linux-source-6.1
 BUILD ?= $(TOP)/build/$(KREL)
 TREE = $(BUILD)/tree
+# The emulated SR-IOV master module (tools/testing/sriov), TEST=1 only.
+SRIOV_OUT = $(BUILD)/sriov
 
 # Module directories: "distro:" ones start from the distro's sources.
 MODDIRS := drivers/infiniband/core distro:drivers/infiniband/hw/mlx4
@@ -86,6 +88,22 @@ modules: source
 	@set -e; for d in $(build_dirs:distro:%=%); do \
 		$(MAKE) -C $(KDIR) M=$(TREE)/$$d $(TEST_CONFIG) $(KBUILD_FLAGS) modules; \
 	done
+ifeq ($(TEST),1)
+	@mkdir -p $(SRIOV_OUT)
+	@set -e; for f in Kbuild pvcm_pf.c; do \
+		cmp -s $(TOP)/tools/testing/sriov/$$f $(SRIOV_OUT)/$$f || \
+			cp $(TOP)/tools/testing/sriov/$$f $(SRIOV_OUT)/$$f; \
+	done
+	@cmp -s $(TREE)/drivers/infiniband/hw/mlx4/cm.o \
+		$(SRIOV_OUT)/mlx4_ib_cm.o_shipped || \
+		cp $(TREE)/drivers/infiniband/hw/mlx4/cm.o \
+			$(SRIOV_OUT)/mlx4_ib_cm.o_shipped
+	@cp $(TREE)/drivers/infiniband/hw/mlx4/.cm.o.cmd \
+		$(SRIOV_OUT)/.mlx4_ib_cm.o.cmd
+	@$(MAKE) -C $(KDIR) M=$(SRIOV_OUT) \
+		PVCM_MLX4_TREE=$(TREE)/drivers/infiniband/hw/mlx4 \
+		$(KBUILD_FLAGS) modules
+endif
 
 gates: modules
 	@$(TOP)/tools/testing/gates/run-gates --src $(SRC) --kdir $(KDIR) --tree $(TREE)
