@@ -23,6 +23,15 @@ pf_sysctl() {
 	sysctl -qw "$1=$2" || echo "# sysctl $1=$2 failed"
 }
 
+# pf_routes DEV N: the table of node DEV, whose rule sends what leaves
+# through DEV to the PF (again after DEV was down: that removed them)
+pf_routes() {
+	local table=$((100 + $2))
+
+	ip route replace "10.$2.0.0/24" dev "$1" table "$table" &&
+		ip route replace default via "10.$2.0.1" dev "$1" table "$table"
+}
+
 # pf_topology_up: build it; returns non-zero on failure
 pf_topology_up() {
 	local node n dev table
@@ -48,9 +57,7 @@ pf_topology_up() {
 		ip netns exec "$PF_NS" ip addr add "10.$n.0.1/24" dev "$peer" ||
 			return 1
 		ip netns exec "$PF_NS" ip link set "$peer" up || return 1
-		ip route add "10.$n.0.0/24" dev "$dev" table "$table" || return 1
-		ip route add default via "10.$n.0.1" dev "$dev" table "$table" ||
-			return 1
+		pf_routes "$dev" "$n" || return 1
 		ip rule add pref "$n" oif "$dev" lookup "$table" || return 1
 	done
 	# the local table after the per-interface rules

@@ -152,9 +152,9 @@ slave1_idle() {
 	[ "$(pvcm_stat slave1 live)" = 0 ]
 }
 
-# vf1_cleaned LIVE_BEFORE
+# vf1_cleaned LIVE_BEFORE CLEANS
 vf1_cleaned() {
-	positive "$1" && [ "$(pf_stat vf_cleans)" = 1 ] && slave1_idle
+	positive "$1" && [ "$(pf_stat vf_cleans)" = "$2" ] && slave1_idle
 }
 
 # counter_above NAME VALUE
@@ -177,18 +177,18 @@ inject() {
 	esac
 }
 
-# long_rping_up: a long rping from vf1 to the remote node, connected
+# long_rping_up PORT: a long rping from vf1 to the remote node, connected
 # (sets srv and cli)
 long_rping_up() {
 	local i
 
-	bg_with_timeout 200 rping -s -a "$(pf_ip rem)" -p 7399 -C 1000000 \
+	bg_with_timeout 200 rping -s -a "$(pf_ip rem)" -p "$1" -C 1000000 \
 		> /dev/null 2>&1
 	srv=$!
 	for i in 1 2 3 4 5; do
 		sleep 1
 		bg_with_timeout 150 rping -c -a "$(pf_ip rem)" \
-			-I "$(pf_ip vf1)" -p 7399 -C 1000000 > /dev/null 2>&1
+			-I "$(pf_ip vf1)" -p "$1" -C 1000000 > /dev/null 2>&1
 		cli=$!
 		wait_until 20 slave1_live && return 0
 		kill "$cli" 2> /dev/null
@@ -223,10 +223,12 @@ probe_rxe_netns() {
 		bg_with_timeout 30 ip netns exec rxeprobe rping -s -a 10.9.0.2 \
 			-C 2 > /dev/null 2>&1
 		sleep 1
-		if run_with_timeout 20 rping -c -a 10.9.0.2 -C 2 > "$out" 2>&1; then
+		run_with_timeout 20 rping -c -a 10.9.0.2 -C 2 > "$out" 2>&1
+		rc=$?
+		if [ "$rc" = 0 ]; then
 			echo "# rxe in a netns: rping into it works"
 		else
-			echo "# rxe in a netns: rping into it fails:" \
+			echo "# rxe in a netns: rping into it fails (status $rc):" \
 				"$(tr '\n' ' ' < "$out")"
 		fi
 		rdma link delete rxe_rxp1
@@ -305,16 +307,17 @@ for mode in $MODES; do
 		show_stats "$mode: after TimeWait"
 
 		# a VF whose link goes away in the middle of a connection
-		long_rping_up
+		long_rping_up 7398
 		live=$(pvcm_stat slave1 live)
 		ip netns exec "$PF_NS" ip link set pfvf1 down
 		wait_until 10 slave1_idle
 		show_stats "$mode: pfvf1 down"
 		tap_check "$mode: vf1 link down cleans slave 1 ($live live before)" \
-			vf1_cleaned "$live"
+			vf1_cleaned "$live" 1
 		kill "$cli" "$srv" 2> /dev/null
 		wait "$cli" "$srv" 2> /dev/null
 		ip netns exec "$PF_NS" ip link set pfvf1 up
+		wait_until 20 rxe_port_active rxe_vf1
 	fi
 	pf_unload
 	tap_check "$mode: module unloads" test $? = 0
@@ -336,6 +339,24 @@ if [ -z "${PF_QUICK:-}" ]; then
 		pf_unload
 		tap_check "$arg: module unloads" test $? = 0
 	done
+fi
+if [ -z "${PF_QUICK:-}" ]; then
+	# a VF whose VM went away: the PF's interface loses its carrier.
+	# Last: rxe_vf1 does not carry connections again after its own
+	# link went down and up.
+	pf_load
+	tap_check "carrier: module loads" test $? = 0 &&
+		long_rping_up 7399
+	live=$(pvcm_stat slave1 live)
+	ip link set vf1 down
+	wait_until 10 slave1_idle
+	show_stats "vf1 down: pfvf1 carrier lost"
+	tap_check "pfvf1 carrier lost cleans slave 1 ($live live before)" \
+		vf1_cleaned "$live" 1
+	kill "$cli" "$srv" 2> /dev/null
+	wait "$cli" "$srv" 2> /dev/null
+	pf_unload
+	tap_check "carrier: module unloads" test $? = 0
 fi
 kill "$NSPID" 2> /dev/null
 tap_done

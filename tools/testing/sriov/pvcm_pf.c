@@ -528,7 +528,11 @@ static int pf_iface_of(const char *name)
 	return -1;
 }
 
-/* a VF's link went away: release its ids, as on SLAVE_SHUTDOWN */
+/*
+ * A VF's interface went down, lost its carrier (its VM's link went away)
+ * or was removed: release the VF's ids, as on SLAVE_SHUTDOWN.  Once per
+ * loss, until the interface is up again.
+ */
 static void pf_vf_gone(int i)
 {
 	if (i >= PF_WIRE || pf_cleaned[i] || pf_stopping)
@@ -549,8 +553,11 @@ static int pf_netdev_event(struct notifier_block *nb, unsigned long event,
 	for (i = 0; i <= PF_WIRE; i++) {
 		if (READ_ONCE(pf_ifindex[i]) != dev->ifindex)
 			continue;
-		if (event == NETDEV_DOWN)
+		if (event == NETDEV_DOWN ||
+		    (event == NETDEV_CHANGE && !netif_oper_up(dev)))
 			pf_vf_gone(i);
+		if (event == NETDEV_CHANGE && netif_oper_up(dev) && i < PF_WIRE)
+			pf_cleaned[i] = false;
 		if (event == NETDEV_UNREGISTER || event == NETDEV_CHANGENAME) {
 			pf_vf_gone(i);
 			WRITE_ONCE(pf_ifindex[i], 0);
