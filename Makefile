@@ -41,7 +41,7 @@ build_dirs = $(foreach d,$(MODDIRS),$(if $(or $(findstring distro:,$(d)),\
 	$(wildcard $(TOP)/$(d)/Kbuild)),$(d)))
 
 .PHONY: all modules deps source check gates vm-test main help clean distclean \
-	patches dkms-deb bench-pvcm bench-cm mutants replay check-debug sriov
+	patches dkms-deb bench-pvcm bench-cm mutants replay check-debug sriov pf-1vm
 
 all: modules
 
@@ -60,6 +60,8 @@ help:
 	@echo '                  ours built TEST=0 into $$(BUILD)/bench-prod)'
 	@echo 'make mutants      cm.c mutants the PV-CM test module must kill'
 	@echo 'make replay       replay captured CM traffic through the PV-CM cache'
+	@echo 'make pf-1vm       live rxe connections through the emulated SR-IOV master,'
+	@echo '                  one guest (tools/testing/sriov/README)'
 	@echo 'make check-debug  the VM suites on a KASAN/lockdep/kmemleak kernel (slow first build)'
 	@echo 'make sriov        rping/ib_send_bw from two VF guests through an emulated PF guest'
 	@echo '                  (SRIOV_ARGS: more tools/testing/sriov/run options; not in make check)'
@@ -161,6 +163,12 @@ sriov: modules
 # Replay of captured rping/ucmatose/udaddy CM traffic through the cache.
 replay: modules
 	@$(TOP)/tools/testing/replay/run --kdir $(KDIR) --vm
+
+# Live rxe connections through the emulated SR-IOV master, in one guest.
+pf-1vm: modules
+	@$(TOP)/tools/testing/vm/vm-run --krel $(KREL) \
+		--modprobe "ib_core rdma_rxe" \
+		--test $(TOP)/tools/testing/sriov/pf_1vm.sh --timeout 1200
 
 check: deps source
 	@$(TOP)/tools/testing/check --kdir $(KDIR)
