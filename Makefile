@@ -64,7 +64,7 @@ help:
 	@echo '                  one guest (tools/testing/sriov/README)'
 	@echo 'make check-debug  the VM suites on a KASAN/lockdep/kmemleak kernel (slow first build)'
 	@echo 'make sriov        rping/ib_send_bw from two VF guests through an emulated PF guest'
-	@echo '                  (SRIOV_ARGS: more tools/testing/sriov/run options; not in make check)'
+	@echo '                  (SRIOV_ARGS: more tools/testing/sriov/run options)'
 	@echo 'make clean        remove build/<krel>; distclean removes build/'
 	@echo "KDIR=$(KDIR) KREL=$(KREL)"
 
@@ -148,8 +148,9 @@ check-debug: deps source
 
 # The emulated SR-IOV topology (tools/testing/sriov/README): two VF guests
 # and a remote guest, rping and ib_send_bw through a PF guest that
-# forwards IPv4.  Not part of make check yet.  SRIOV_ARGS adds options,
-# e.g. --pf-insmod "KO ARGS", --remote-insmod KO, --pf-krel KREL.
+# forwards IPv4 (make check's sriov suite also loads the PV-CM cache
+# there).  SRIOV_ARGS adds options, e.g. --pf-insmod "KO ARGS",
+# --remote-insmod KO, --pf-krel KREL.
 SRIOV_ARGS ?=
 SRIOV_T := $(TOP)/tools/testing/sriov
 sriov: modules
