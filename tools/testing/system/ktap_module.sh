@@ -7,7 +7,10 @@
 # cases as a suite while the module loads and the load itself succeeds; a
 # failure then shows only as a "not ok" line, indented (nested KTAP).
 #
-#   KTAP_MODULE=/path/to/test.ko [KTAP_DEPS="ib_core"] ktap_module.sh
+#   KTAP_MODULE=/path/to/test.ko [KTAP_DEPS="ib_core"] [KTAP_ARGS="p=v ..."] \
+#   ktap_module.sh
+#
+# KTAP_ARGS are module parameters for the load.
 #
 # Points: the load succeeded, the module printed a KTAP plan, no case (or
 # KUnit suite) said "not ok", and it unloads.  The KTAP lines are shown as
@@ -38,9 +41,10 @@ for f in /sys/kernel/debug/failslab /sys/kernel/debug/fail_page_alloc; do
 	echo "# ${f##*/}: fail-nth reaches sleeping allocations during the load"
 done
 
-echo "# loading $ko"
+read -ra args <<<"${KTAP_ARGS:-}"
+echo "# loading $ko${args[*]:+ ${args[*]}}"
 dmesg -C
-insmod "$ko"
+insmod "$ko" "${args[@]}"
 rc=$?
 for kv in "${knobs[@]}"; do
 	echo "${kv#*=}" > "${kv%%=*}"
