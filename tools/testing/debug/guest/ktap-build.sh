@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
 # Guest test for targeted debug runs (check-debug --test, mutate.sh): load
-# every KTAP test module (*test*.ko) of the build whose modules the rig
-# insmod'ed, one after the other, through tools/testing/system/
+# every KTAP test module (*test*.ko, *fuzz*.ko) of the build whose modules
+# the rig insmod'ed, one after the other, through tools/testing/system/
 # ktap_module.sh, with soft-RoCE up for the modules that need a device.
 # One point per module.
 
@@ -24,7 +24,8 @@ if [ -z "$tree" ]; then
 	exit 1
 fi
 rxe_up || echo "# no soft-RoCE device: device tests will fail"
-mapfile -t mods < <(find "$tree" -name '*test*.ko' | sort)
+mapfile -t mods < <(find "$tree" \( -name '*test*.ko' -o -name '*fuzz*.ko' \) |
+	sort)
 tap_check "the build has KTAP test modules" test ${#mods[@]} -gt 0
 for m in "${mods[@]}"; do
 	echo "# ---- ${m##*/}"
