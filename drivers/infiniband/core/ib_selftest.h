@@ -15,7 +15,8 @@
  *   up (before module_init) and prints one nested result per entry.
  *   module_init then runs nothing and returns 0; a failure shows as
  *   "not ok" in KUnit's output and in its debugfs results.  When KUnit
- *   skips the suite (kunit.enable=0), module_init runs the KTAP form.
+ *   skips the suite (kunit.enable=0), or the module defines
+ *   IBST_KTAP_ONLY (below), module_init runs the KTAP form.
  *
  * Cases check with IBST_EXPECT(), IBST_EXPECT_EQ() and IBST_FAIL(); a
  * failed check marks the running case failed and the case goes on.  Only
@@ -34,7 +35,17 @@
 #include <linux/printk.h>
 #include <linux/stdarg.h>
 #include <linux/string.h>
-#if IS_ENABLED(CONFIG_KUNIT)
+
+/*
+ * A test module that takes module parameters defines IBST_KTAP_ONLY
+ * before it includes this header: KUnit runs a module's suites while the
+ * module is coming up, before the kernel has parsed its parameters
+ * (load_module() notifies MODULE_STATE_COMING before parse_args()), so
+ * such a module runs its cases from module_init, in KTAP, on every
+ * kernel.
+ */
+#if IS_ENABLED(CONFIG_KUNIT) && !defined(IBST_KTAP_ONLY)
+#define IBST_KUNIT 1
 #include <kunit/test.h>
 #endif
 
@@ -78,7 +89,7 @@ static const struct ibst_suite ibst_this;
 static struct {
 	unsigned int failures;	/* failed checks of the running case */
 	const char *skip;	/* why the running case was skipped, or NULL */
-#if IS_ENABLED(CONFIG_KUNIT)
+#ifdef IBST_KUNIT
 	struct kunit *test;	/* KUnit's context while KUnit runs a case */
 	bool kunit_ran;		/* KUnit ran this module's suite */
 #endif
@@ -94,7 +105,7 @@ static __printf(4, 5) void ibst_failed(const char *file, const char *func,
 	va_start(args, fmt);
 	vaf.fmt = fmt;
 	vaf.va = &args;
-#if IS_ENABLED(CONFIG_KUNIT)
+#ifdef IBST_KUNIT
 	if (ibst.test) {
 		kunit_set_failure(ibst.test);
 		kunit_err(ibst.test, "EXPECTATION FAILED at %s:%d", file, line);
@@ -120,7 +131,7 @@ static __printf(1, 2) __maybe_unused void ibst_diag(const char *fmt, ...)
 	va_start(args, fmt);
 	vaf.fmt = fmt;
 	vaf.va = &args;
-#if IS_ENABLED(CONFIG_KUNIT)
+#ifdef IBST_KUNIT
 	if (ibst.test)
 		kunit_info(ibst.test, "%pV", &vaf);
 	else
@@ -151,7 +162,7 @@ static __maybe_unused bool ibst_case_failed(void)
 static __maybe_unused void ibst_skip(const char *why)
 {
 	ibst.skip = why;
-#if IS_ENABLED(CONFIG_KUNIT)
+#ifdef IBST_KUNIT
 	if (ibst.test)
 		kunit_mark_skipped(ibst.test, "%s", why);
 #endif
@@ -226,7 +237,7 @@ static int ibst_run_ktap(const struct ibst_suite *s)
 	return failed ? -EINVAL : 0;
 }
 
-#if IS_ENABLED(CONFIG_KUNIT)
+#ifdef IBST_KUNIT
 /* KUnit parameter generator: the entry after @prev, named into @desc. */
 static const void *ibst_kunit_gen(const void *prev, char *desc)
 {
@@ -282,7 +293,7 @@ kunit_test_suite(ibst_kunit_suite)
 
 static int __init ibst_module_init(void)
 {
-#if IS_ENABLED(CONFIG_KUNIT)
+#ifdef IBST_KUNIT
 	if (ibst.kunit_ran) {
 		pr_info("# %s: run by KUnit\n", ibst_this.name);
 		return 0;

@@ -26,6 +26,8 @@
 #define PVCM_CACHE_NAME "mlx4_ib_pvcm_fuzz"
 
 #include "cm.c"
+/* KUnit would run the cases before "iterations" and "seed" are set */
+#define IBST_KTAP_ONLY
 #include "../../core/ib_selftest.h"
 
 #include <linux/delay.h>
