@@ -383,7 +383,9 @@ struct pvcm_route_key {
  * it is on that slave's list and counts against its pvcm_max_routes.  The
  * payer is the slave the request went to, or, for a REQ from one VF of
  * this master to another, the sender (pvcm_note_loopback()); a repeated
- * request keeps the payer of the route it refreshes.
+ * request keeps the payer of the route it refreshes.  @epoch is the
+ * payer's epoch when it took (or last refreshed) the route: a clean of the
+ * payer forgets only routes of an older epoch.
  */
 struct pvcm_route {
 	struct rhash_head hnode;
@@ -395,6 +397,7 @@ struct pvcm_route {
 	u32 deadline;
 	u32 slave;		/* WRITE_ONCE under pv->lock, read under RCU */
 	u32 payer;		/* under pv->lock */
+	u32 epoch;		/* under pv->lock */
 };
 
 static const struct rhashtable_params pvcm_route_params = {
@@ -863,6 +866,7 @@ static void pvcm_route_own(struct mlx4_ib_pvcm *pv, struct pvcm_route *r,
 
 	lockdep_assert_held(&pv->lock);
 	r->payer = payer;
+	r->epoch = (u32)atomic_read(&s->epoch);
 	r->deadline = (u32)jiffies + pvcm_route_jiffies();
 	list_add_tail(&r->link, &s->routes[pvcm_route_list(r)]);
 	s->nr_routes[pvcm_route_list(r)]++;
@@ -1126,30 +1130,52 @@ static void pvcm_clean_list(struct mlx4_ib_pvcm *pv,
  * Forget the requests the slave paid for before its clean (delivered to
  * it, or sent by it to another VF), PVCM_BATCH routes per hold of
  * pv->lock.  They are set aside first: the routes that join the list
- * meanwhile are of requests after the clean.  Routes to the slave that
- * another VF paid for live out their time: the restarted VF has no
- * connection to answer them with.
+ * meanwhile are of requests after the clean.  So are those of the current
+ * epoch, taken after the clean was asked for but before this work ran:
+ * they go back to the head of their list, in their order, as the entries
+ * of pvcm_clean_list() do.  Routes to the slave that another VF paid for
+ * live out their time: the restarted VF has no connection to answer them
+ * with.
  */
 static void pvcm_clean_routes(struct mlx4_ib_pvcm *pv,
 			      struct mlx4_ib_pvcm_slave *s)
 {
+	struct list_head todo[PVCM_ROUTE_LISTS], keep[PVCM_ROUTE_LISTS];
 	struct pvcm_route *r, *rtmp;
 	unsigned int i, n;
-	LIST_HEAD(todo);
+	bool left;
 
 	spin_lock(&pv->lock);
-	for (i = 0; i < PVCM_ROUTE_LISTS; i++)
-		list_splice_init(&s->routes[i], &todo);
+	for (i = 0; i < PVCM_ROUTE_LISTS; i++) {
+		INIT_LIST_HEAD(&todo[i]);
+		INIT_LIST_HEAD(&keep[i]);
+		list_splice_init(&s->routes[i], &todo[i]);
+	}
 	for (;;) {
 		n = 0;
-		list_for_each_entry_safe(r, rtmp, &todo, link) {
-			if (n++ == PVCM_BATCH)
-				break;
-			pvcm_route_free(pv, r);
+		left = false;
+		for (i = 0; i < PVCM_ROUTE_LISTS; i++) {
+			list_for_each_entry_safe(r, rtmp, &todo[i], link) {
+				if (n == PVCM_BATCH)
+					break;
+				n++;
+				if (r->epoch == (u32)atomic_read(&s->epoch))
+					list_move_tail(&r->link, &keep[i]);
+				else
+					pvcm_route_free(pv, r);
+			}
+			left |= !list_empty(&todo[i]);
 		}
-		if (list_empty(&todo))
+		if (!left)
 			break;
 		pvcm_lock_break(pv);
+	}
+	for (i = 0; i < PVCM_ROUTE_LISTS; i++) {
+		list_splice(&keep[i], &s->routes[i]);
+		r = list_first_entry_or_null(&s->routes[i], struct pvcm_route,
+					     link);
+		if (r)
+			pvcm_arm(pv, r->deadline);
 	}
 	spin_unlock(&pv->lock);
 }

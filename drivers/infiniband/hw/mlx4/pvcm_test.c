@@ -1126,6 +1126,43 @@ static void t_clean_slave(void)
 	t_settle();
 }
 
+/*
+ * A request delivered to a VF after its clean was asked for, but before
+ * the clean's work ran, is one for the restarted VF: the work must not
+ * forget it, or the VF's answer is dropped.  Found by the fuzzer.
+ */
+static void t_clean_keeps_new_routes(void)
+{
+	const int s = 13;
+	struct ib_mad mad;
+	int err, to;
+	u32 pv;
+
+	t_req_in(&mad, 0xc01, T_PEER_GUID_A, s);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	/* mlx4_ib_cm_paravirt_clean() in two halves, the REQs in between */
+	atomic_inc(&t_pv->slaves[s].epoch);
+	t_req_in(&mad, 0xc02, T_PEER_GUID_A, s);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	t_mad(&mad, CM_SIDR_REQ_ATTR_ID, 0x5c03, 0);
+	IBST_EXPECT_EQ(t_dmx_to(&mad, s), 0);
+	set_bit(s, t_pv->clean_mask);
+	queue_work(cm_wq, &t_pv->clean_work);
+	flush_work(&t_pv->clean_work);
+
+	/* the request from before the clean is forgotten, the new ones not */
+	t_out(s, CM_REP_ATTR_ID, 0xd01, 0xc01, &err);
+	IBST_EXPECT_EQ(err, -EPERM);
+	pv = t_out(s, CM_REP_ATTR_ID, 0xd02, 0xc02, &err);
+	IBST_EXPECT_EQ(err, 0);
+	IBST_EXPECT(pv != 0xd02);
+	t_mad(&mad, CM_SIDR_REP_ATTR_ID, 0x5c03, 0);
+	IBST_EXPECT_EQ(t_mux(s, &mad), 0);
+	t_out(s, CM_DREQ_ATTR_ID, 0xd02, 0xc02, &err);
+	IBST_EXPECT_EQ(err, 0);
+	t_settle();
+}
+
 /* a VF at its cap is refused; the other VFs are not */
 static void t_cap(void)
 {
@@ -1794,6 +1831,7 @@ static const struct ibst_case t_cases[] = {
 	{ "roce_demux_stays_with_gid_slave", t_roce_gid_slave },
 	{ "realloc_no_orphan", t_realloc },
 	{ "per_slave_clean", t_clean_slave },
+	{ "clean_keeps_later_routes", t_clean_keeps_new_routes },
 	{ "per_vf_cap", t_cap },
 	{ "cap_fresh_after_vf_reset", t_cap_after_reset },
 	{ "rej_timeout_two_peers", t_rej_timeout_route },
