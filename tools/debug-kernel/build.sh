@@ -122,9 +122,15 @@ kmake() {
 # of that tree and let make rebuild what the new configuration touches.
 seed=
 if [ ! -e "$KDIR/.extracted" ]; then
-	seed=$(ls -1td "$CACHE/linux-source-6.1_${srcver}_"*/done 2>/dev/null |
-		head -n 1) || true
-	seed=${seed%/done}
+	newest=0
+	for d in "$CACHE/linux-source-6.1_${srcver}_"*/; do
+		[ -e "$d/done" ] || continue
+		t=$(stat -c %Y "$d/done")
+		if [ "$t" -gt "$newest" ]; then
+			newest=$t
+			seed=${d%/}
+		fi
+	done
 fi
 if [ -n "$seed" ] && [ -e "$seed/linux/.extracted" ]; then
 	step "seeding $KDIR from $seed/linux"
