@@ -24,8 +24,11 @@ SRC_TARBALL ?= $(firstword $(wildcard /usr/src/linux-source-6.1.tar.*))
 SRC := $(TOP)/build/src/linux-source-6.1
 BUILD ?= $(TOP)/build/$(KREL)
 TREE = $(BUILD)/tree
-# The emulated SR-IOV master module (tools/testing/sriov), TEST=1 only.
+# The emulated SR-IOV master module (tools/testing/sriov), TEST=1 only,
+# and only for a kernel with netfilter (the debug kernel has none yet).
 SRIOV_OUT = $(BUILD)/sriov
+HAVE_NETFILTER := $(shell grep -qs '^CONFIG_NETFILTER=y' \
+	$(KDIR)/include/config/auto.conf && echo 1)
 
 # Module directories: "distro:" ones start from the distro's sources.
 MODDIRS := drivers/infiniband/core distro:drivers/infiniband/hw/mlx4
@@ -90,7 +93,10 @@ modules: source
 	@set -e; for d in $(build_dirs:distro:%=%); do \
 		$(MAKE) -C $(KDIR) M=$(TREE)/$$d $(TEST_CONFIG) $(KBUILD_FLAGS) modules; \
 	done
-ifeq ($(TEST),1)
+ifeq ($(TEST)$(HAVE_NETFILTER),1)
+	@echo "not building mlx4_ib_pvcm_pf: $(KDIR) has no CONFIG_NETFILTER"
+endif
+ifeq ($(TEST)$(HAVE_NETFILTER),11)
 	@mkdir -p $(SRIOV_OUT)
 	@set -e; for f in Kbuild pvcm_pf.c; do \
 		cmp -s $(TOP)/tools/testing/sriov/$$f $(SRIOV_OUT)/$$f || \
