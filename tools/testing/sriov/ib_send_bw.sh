@@ -29,7 +29,13 @@ if [ "$SRIOV_ROLE" = remote ]; then
 			> "/tmp/send_bw-server-vf$s.out" 2>&1
 		pids+=($!)
 	done
-	sleep 1
+	# perftest's client has been seen to crash when rejected: the VFs
+	# start only once both servers listen.
+	for s in 1 2; do
+		wait_until 60 sh -c "rdma resource show cm_id 2> /dev/null |
+			grep -q 'state LISTEN .*:$((BASE + s)) '" ||
+			echo "# server for vf$s does not listen after 60 s"
+	done
 	vm_signal send-bw-up
 	for s in 1 2; do
 		wait "${pids[s - 1]}"
