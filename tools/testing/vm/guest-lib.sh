@@ -256,6 +256,19 @@ vm_barrier() {
 	done
 }
 
+# vm_kill_me: ask the host to kill this guest's QEMU (SIGKILL), as a VM
+# dies: no shutdown, no goodbye on the network.  Does not return.  The
+# others learn it from vm_wait killed-vm$VM_INDEX; the host stands in for
+# this guest at later barriers.  What the test printed so far is its
+# result (vm-lib.sh: kill_requested).
+vm_kill_me() {
+	sync
+	echo "$VM_TEST_INDEX" > "$VM_SHARED/kill-request.vm$VM_INDEX"
+	while :; do
+		sleep 1
+	done
+}
+
 # vm_signal NAME / vm_wait NAME [SECONDS]: one guest tells the others.
 vm_signal() {
 	: > "$VM_SHARED/signal.$1"

@@ -511,6 +511,30 @@ reboot_vms() {
 	start_vms
 }
 
+# A guest's script may ask to die as a VM dies, without shutting down
+# (guest-lib.sh's vm_kill_me): it writes its test slot to
+# shared/kill-request.vmN, and the host kills that QEMU with SIGKILL.  The
+# host then says so to the others (shared/signal.killed-vmN), stands in
+# for the dead guest at the barriers of the later slots and of the end,
+# and notes the slot in vmN/killed for the report.
+kill_requested() {
+	local i slot m
+
+	for i in "${!PIDS[@]}"; do
+		[ -e "$RUN/shared/kill-request.vm$i" ] || continue
+		[ -e "$RUN/vm$i/killed" ] && continue
+		slot=$(cat "$RUN/shared/kill-request.vm$i")
+		kill -9 "${PIDS[$i]}" 2> /dev/null
+		echo "$slot" > "$RUN/vm$i/killed"
+		echo "$ME: killed ${VM_NAME[i]} in test $slot, as its script asked" >&2
+		for ((m = slot + 1; m <= $(wc -l < "$RUN/vm$i/tests"); m++)); do
+			: > "$RUN/shared/barrier.test-$m.vm$i"
+		done
+		: > "$RUN/shared/barrier.end.vm$i"
+		: > "$RUN/shared/signal.killed-vm$i"
+	done
+}
+
 # vmlib_boot: boot every guest, wait until all have stopped (or the boot
 # watchdog or the run's timeout gave up on them).
 vmlib_boot() {
@@ -555,6 +579,7 @@ vmlib_boot() {
 			[ -n "${BOOT_T[$i]:-}" ] || unbooted="$unbooted ${VM_NAME[i]}"
 		done
 		[ "$alive" = 1 ] || break
+		kill_requested
 		if [ -n "$unbooted" ] && [ "$BOOT_DEADLINE" -gt 0 ] &&
 			[ "$(date +%s)" -ge "$BOOT_DEADLINE" ]; then
 			note="boot $BOOTS:$unbooted not at the test driver after $BOOT_TIMEOUT s"
@@ -713,6 +738,12 @@ vmlib_report() {
 			label="$label,${VM_NAME[i]}"
 			diag "$p" "$RUN/vm$i/test-$n.out"
 			rc=$(cat "$RUN/vm$i/test-$n.rc" 2>/dev/null)
+			if [ -z "$rc" ] && [ "$(cat "$RUN/vm$i/killed" 2>/dev/null)" = "$n" ]; then
+				# killed as asked: what it printed until then counts
+				echo "# ${p}killed by the host during this test, as it asked"
+				rc=0
+				grep -q '^not ok' "$RUN/vm$i/test-$n.out" 2>/dev/null && rc=1
+			fi
 			if [ -z "$rc" ]; then
 				ok=0
 				if [ -z "${DEAD_SHOWN[$i]:-}" ]; then
@@ -743,7 +774,9 @@ vmlib_report() {
 		for f in dmesg.boot dmesg; do
 			[ -r "$RUN/vm$i/$f" ] && files+=("$RUN/vm$i/$f")
 		done
-		if [ ! -e "$RUN/vm$i/done" ]; then
+		if [ -e "$RUN/vm$i/killed" ]; then
+			echo "# ${VM_NAME[i]}: killed in test $(cat "$RUN/vm$i/killed"); its log up to then is scanned"
+		elif [ ! -e "$RUN/vm$i/done" ]; then
 			ok=0
 			echo "# ${VM_NAME[i]}: the guest did not finish; its log cannot be called clean"
 		fi
