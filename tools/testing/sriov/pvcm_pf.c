@@ -116,6 +116,7 @@ enum pf_counter {
 	PF_DROP_NOMEM,
 	PF_AUDITED,		/* MADs of a VF that left on the wire */
 	PF_AUDIT_OWN_ID,	/* ... carrying the VF's own local comm id */
+	PF_AUDIT_NO_ID,		/* ... carrying local comm id 0 */
 	PF_VF_CLEANS,		/* VF interface went down: slave cleaned */
 	PF_NR_COUNTERS
 };
@@ -138,6 +139,7 @@ static const char * const pf_counter_names[PF_NR_COUNTERS] = {
 	[PF_DROP_NOMEM] = "drop_nomem",
 	[PF_AUDITED] = "audited",
 	[PF_AUDIT_OWN_ID] = "audit_own_id",
+	[PF_AUDIT_NO_ID] = "audit_no_id",
 	[PF_VF_CLEANS] = "vf_cleans",
 };
 
@@ -288,8 +290,9 @@ static bool pf_local_id(const struct ib_mad *mad, u32 *id)
 
 /*
  * A VF's MAD as it leaves on the wire must not carry the VF's own local
- * comm id: the cache put one of its pv_cm_ids there (or 0, in a VF's REJ
- * of a REQ it holds no mapping for: mlx4-pvcm.rst).
+ * comm id: the cache put one of its pv_cm_ids there, or 0 in a VF's REJ
+ * of a REQ it holds no mapping for (mlx4-pvcm.rst).  Id 0 names no
+ * connection, so it is counted apart, whatever the VF sent.
  */
 static void pf_audit(const struct ib_mad *own, const struct ib_mad *wire)
 {
@@ -298,7 +301,9 @@ static void pf_audit(const struct ib_mad *own, const struct ib_mad *wire)
 	if (!pf_local_id(own, &own_id) || !pf_local_id(wire, &id))
 		return;
 	pf_count(PF_AUDITED);
-	if (id == own_id)
+	if (!id)
+		pf_count(PF_AUDIT_NO_ID);
+	else if (id == own_id)
 		pf_count(PF_AUDIT_OWN_ID);
 }
 
