@@ -5,14 +5,14 @@
 # --remote-test): from each VF to a server on the remote (both VFs at
 # once), from the remote to a server on each VF (both at once), then VF1
 # to VF2 and VF2 to VF1 at once.  Every path crosses the PF's IPv4
-# forwarding: RoCEv2 with a routed hop.  RPING_COUNT pings (default 10).
+# forwarding: RoCEv2 with a routed hop.  RPING_COUNT pings (default 100).
 
 # shellcheck source=SCRIPTDIR/../vm/guest-lib.sh
 . "$GUEST_LIB"
 # shellcheck source=SCRIPTDIR/sriov-lib.sh
 . "$SRIOV_LIB"
 
-COUNT=${RPING_COUNT:-10}
+COUNT=${RPING_COUNT:-100}
 BASE=${RPING_PORT:-7200}
 
 if [ "$SRIOV_ROLE" = pf ]; then
@@ -61,6 +61,7 @@ traffic_barrier rping-from-remote 150
 
 # 3: VF to VF through the PF, both directions at once.
 if [ "$SRIOV_ROLE" = vf ]; then
+	vm_signal "vf-to-vf-$VM_TEST_INDEX"
 	other=vf$((3 - SRIOV_SLAVE))
 	rping_serve "$other-to-$SRIOV_NAME" $((BASE + 20 + SRIOV_SLAVE)) "$COUNT"
 	server=$RPING_PID

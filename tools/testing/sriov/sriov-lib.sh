@@ -22,12 +22,13 @@ step_done() {
 }
 
 # wait_step_end [SECONDS]: for a PF script that watches a step: return
-# once the VFs and the remote have finished their scripts of this step.
+# once the VFs and the remote have finished their scripts of this step
+# (or were killed: vm_kill_me).
 wait_step_end() {
 	local end=$((SECONDS + ${1:-$VM_TEST_TIMEOUT})) i
 
 	for i in "$VF1_INDEX" "$VF2_INDEX" "$REMOTE_INDEX"; do
-		while ! step_done "$i"; do
+		while ! step_done "$i" && ! vm_wait "killed-vm$i" 0; do
 			[ "$SECONDS" -lt "$end" ] || return 1
 			sleep 0.5
 		done
