@@ -14,7 +14,7 @@ busybox-static linux-headers-amd64 linux-image-amd64 linux-source-6.1
 qemu-system-x86 qemu-utils rdma-core rdmacm-utils perftest ibverbs-utils
 ibverbs-providers iproute2 sparse coccinelle python3 perl git xz-utils
 dkms debhelper dh-dkms fakeroot shellcheck python3-docutils
-librdmacm-dev libibverbs-dev"
+librdmacm-dev libibverbs-dev libibumad-dev"
 
 missing=""
 for p in $PKGS; do
