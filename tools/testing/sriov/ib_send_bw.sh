@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 #
 # perftest ib_send_bw -R (connected through the RDMA CM) from each VF to a
-# server on the remote, both VFs at once, through the emulated PF
-# (tools/testing/sriov/run --vf-test and --remote-test).
+# server on the remote, one VF after the other, through the emulated PF
+# (tools/testing/sriov/run --vf-test and --remote-test).  Two perftest
+# servers started at once on the remote have rejected the second VF's
+# REQ (REJ 8 while its cm_id showed LISTEN) and its client then crashed in
+# librdmacm, with plain forwarding and the distro's ib_cm as well.
 
 # shellcheck source=SCRIPTDIR/../vm/guest-lib.sh
 . "$GUEST_LIB"
@@ -23,22 +26,17 @@ wait_pf_watching 20
 traffic_barrier send-bw-start 120 || { tap_fail "the others never got ready"; tap_done; exit 1; }
 
 if [ "$SRIOV_ROLE" = remote ]; then
-	pids=()
 	for s in 1 2; do
 		bg_with_timeout 150 ib_send_bw "${ARGS[@]}" -p $((BASE + s)) \
 			> "/tmp/send_bw-server-vf$s.out" 2>&1
-		pids+=($!)
-	done
-	# perftest's client has been seen to crash when rejected: the VFs
-	# start only once both servers listen.
-	for s in 1 2; do
+		pid=$!
+		# perftest's client has been seen to crash when rejected: the
+		# VF starts only once its server listens.
 		wait_until 60 sh -c "rdma resource show cm_id 2> /dev/null |
 			grep -q 'state LISTEN .*:$((BASE + s)) '" ||
 			echo "# server for vf$s does not listen after 60 s"
-	done
-	vm_signal send-bw-up
-	for s in 1 2; do
-		wait "${pids[s - 1]}"
+		vm_signal "send-bw-up-$s"
+		wait "$pid"
 		rc=$?
 		echo "# server for vf$s: exit status $rc"
 		[ "$rc" = 0 ] || sed -e "s/^/# server vf$s: /" "/tmp/send_bw-server-vf$s.out"
@@ -46,7 +44,7 @@ if [ "$SRIOV_ROLE" = remote ]; then
 	done
 else
 	out=/tmp/send_bw-client.out
-	if vm_wait send-bw-up 120; then
+	if vm_wait "send-bw-up-$SRIOV_SLAVE" 200; then
 		connect_retry 10 "$out" run_with_timeout 120 \
 			ib_send_bw "${ARGS[@]}" -p $((BASE + SRIOV_SLAVE)) "$REMOTE_IP"
 		rc=$?
