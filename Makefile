@@ -25,7 +25,7 @@ SRC := $(TOP)/build/src/linux-source-6.1
 BUILD ?= $(TOP)/build/$(KREL)
 TREE = $(BUILD)/tree
 # The emulated SR-IOV master module (tools/testing/sriov), TEST=1 only,
-# and only for a kernel with netfilter (the debug kernel has none yet).
+# and only for a kernel with netfilter (both the Debian and the debug kernel).
 SRIOV_OUT = $(BUILD)/sriov
 HAVE_NETFILTER := $(shell grep -qs '^CONFIG_NETFILTER=y' \
 	$(KDIR)/include/config/auto.conf && echo 1)
