@@ -77,7 +77,7 @@ roce_v2_gid() {
 rping_serve() {
 	local name=$1 port=$2 count=$3
 
-	bg_with_timeout 120 rping -s -a "$MY_IP" -p "$port" -C "$count" -v \
+	bg_with_timeout 300 rping -s -a "$MY_IP" -p "$port" -C "$count" -v \
 		> "/tmp/$name.out" 2>&1
 	RPING_PID=$!
 	sleep 0.5
@@ -106,7 +106,7 @@ rping_client() {
 		echo 1 > "/tmp/$name.rc"
 		return 1
 	fi
-	connect_retry 15 "$out" run_with_timeout 60 \
+	connect_retry 15 "$out" run_with_timeout 240 \
 		rping -c -a "$ip" -p "$port" -C "$count" -v
 	rc=$?
 	echo "$rc" > "/tmp/$name.rc"
