@@ -263,7 +263,10 @@ vm_barrier() {
 # result (vm-lib.sh: kill_requested).
 vm_kill_me() {
 	sync
-	echo "$VM_TEST_INDEX" > "$VM_SHARED/kill-request.vm$VM_INDEX"
+	# renamed into place: the host must never read it half written
+	echo "$VM_TEST_INDEX" > "$VM_SHARED/kill-request.vm$VM_INDEX.new"
+	mv "$VM_SHARED/kill-request.vm$VM_INDEX.new" \
+		"$VM_SHARED/kill-request.vm$VM_INDEX"
 	while :; do
 		sleep 1
 	done

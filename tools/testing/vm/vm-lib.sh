@@ -524,6 +524,8 @@ kill_requested() {
 		[ -e "$RUN/shared/kill-request.vm$i" ] || continue
 		[ -e "$RUN/vm$i/killed" ] && continue
 		slot=$(cat "$RUN/shared/kill-request.vm$i")
+		# not yet visible in full: the next poll reads it again
+		case "$slot" in '' | *[!0-9]*) continue ;; esac
 		kill -9 "${PIDS[$i]}" 2> /dev/null
 		echo "$slot" > "$RUN/vm$i/killed"
 		echo "$ME: killed ${VM_NAME[i]} in test $slot, as its script asked" >&2
