@@ -15,7 +15,7 @@
 . "$SRIOV_LIB"
 
 CONNS=${UCMA_CONNS:-50}
-MSGS=${KILL_MSGS:-400}
+MSGS=${KILL_MSGS:-100}
 PORT=7481
 
 if [ "$SRIOV_ROLE" = pf ]; then
