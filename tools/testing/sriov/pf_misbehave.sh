@@ -32,12 +32,14 @@ echo "# VF 1 sent ${malformed:-?} malformed MADs and ${flood:-?} REQs; its cap: 
 tap_check "VF 1's tool reported what it sent" test -n "$malformed" -a -n "$flood"
 malformed=${malformed:-0} flood=${flood:-0}
 
-# what VF 1 held when the step began counts against its cap too
+# What VF 1 held when the step began counts against its cap too, until
+# its TimeWait ends during the step: at least the room left then, at
+# most the cap.
 room=$((CAP - CACHE0_S1[live] - CACHE0_S1[timewait]))
 mapped=$(cache_delta slave1 allocated)
 refused=$((flood - mapped))
-tap_check "VF 1: REQs mapped up to its cap: $mapped of $room free" \
-	test "$mapped" = "$room"
+tap_check "VF 1: REQs mapped up to its cap: $mapped ($room free at the start, cap $CAP)" \
+	test "$mapped" -ge "$room" -a "$mapped" -le "$CAP"
 tap_check "VF 1: never more than its cap held (peak ${PEAK[slave1.held]:-0})" \
 	test "${PEAK[slave1.held]:-0}" -le "$CAP"
 d=$(cache_delta slave1 cap_hits)
