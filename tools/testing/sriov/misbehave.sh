@@ -29,22 +29,6 @@ fi
 wait_pf_watching 20
 traffic_barrier abuse-start 120 || { tap_fail "the others never got ready"; tap_done; exit 1; }
 
-# gid_index DEV IP: the index of DEV's RoCE v2 GID of IP.
-gid_index() {
-	local g n o want
-
-	IFS=. read -r -a o <<< "$2"
-	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' \
-		"${o[0]}" "${o[1]}" "${o[2]}" "${o[3]}")
-	for g in /sys/class/infiniband/"$1"/ports/1/gids/*; do
-		n=${g##*/}
-		[ "$(cat "$g" 2> /dev/null)" = "$want" ] || continue
-		[ "$(cat "/sys/class/infiniband/$1/ports/1/gid_attrs/types/$n" 2> /dev/null)" = "RoCE v2" ] &&
-			echo "$n" && return 0
-	done
-	return 1
-}
-
 pinging() {
 	grep -q '^ping data: rdma-ping-' "/tmp/$1.out" 2> /dev/null
 }
@@ -73,7 +57,7 @@ vf1)
 	vm_wait abuse-cap-set 30 || echo "# the PF did not lower the cap"
 	if [ ! -x "$SRIOV_ABUSE" ]; then
 		tap_fail "cm_mad_abuse built (SRIOV_ABUSE='$SRIOV_ABUSE')"
-	elif ! idx=$(gid_index rxe0 "$MY_IP"); then
+	elif ! idx=$(roce_v2_gid_index rxe0 "$MY_IP"); then
 		tap_fail "rxe0 has a RoCE v2 GID of $MY_IP"
 	else
 		args=(-d rxe0 -i "$idx" -S "$MY_IP" -D "$REMOTE_IP")

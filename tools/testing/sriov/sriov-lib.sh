@@ -53,9 +53,10 @@ wait_pf_watching() {
 	echo "# the PF's ${pf_script##*/} did not call pf_watching; going on"
 }
 
-# roce_v2_gid DEV IP: DEV port 1 has a RoCE v2 GID for IPv4 address IP
-# (::ffff:IP, the form rdma_rxe derives from the netdev's address).
-roce_v2_gid() {
+# roce_v2_gid_index DEV IP: print the index of DEV port 1's RoCE v2 GID for
+# IPv4 address IP (::ffff:IP, the form rdma_rxe derives from the netdev's
+# address); false if it has none.
+roce_v2_gid_index() {
 	local dev=$1 want g n o
 
 	IFS=. read -r -a o <<< "$2"
@@ -64,10 +65,17 @@ roce_v2_gid() {
 	for g in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
 		n=${g##*/}
 		[ "$(cat "$g" 2> /dev/null)" = "$want" ] || continue
-		[ "$(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/types/$n" 2> /dev/null)" = "RoCE v2" ] &&
+		if [ "$(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/types/$n" 2> /dev/null)" = "RoCE v2" ]; then
+			echo "$n"
 			return 0
+		fi
 	done
 	return 1
+}
+
+# roce_v2_gid DEV IP: DEV port 1 has a RoCE v2 GID for IPv4 address IP.
+roce_v2_gid() {
+	roce_v2_gid_index "$1" "$2" > /dev/null
 }
 
 # rping_serve NAME PORT COUNT: an rping server on MY_IP:PORT in the
