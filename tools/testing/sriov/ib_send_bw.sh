@@ -32,8 +32,7 @@ if [ "$SRIOV_ROLE" = remote ]; then
 		pid=$!
 		# perftest's client has been seen to crash when rejected: the
 		# VF starts only once its server listens.
-		wait_until 60 sh -c "rdma resource show cm_id 2> /dev/null |
-			grep -q 'state LISTEN .*:$((BASE + s)) '" ||
+		wait_until 60 cm_listening $((BASE + s)) ||
 			echo "# server for vf$s does not listen after 60 s"
 		vm_signal "send-bw-up-$s"
 		wait "$pid"

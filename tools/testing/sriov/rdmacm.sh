@@ -53,10 +53,6 @@ client() {
 	tap_check "$name exit 0" test "$rc" = 0
 }
 
-listening() {
-	rdma resource show cm_id 2> /dev/null | grep -q "state LISTEN .*:$1 "
-}
-
 # perftest_phase TOOL BASE: the remote serves TOOL -R on BASE + 100 *
 # slave for one VF after the other, each VF's client starts once its
 # server listens.  Two perftest servers started at once on the remote
@@ -73,7 +69,7 @@ perftest_phase() {
 			bg_with_timeout 200 "$tool" -d rxe0 -R -n 500 -s 4096 -p "$p" \
 				> "/tmp/$tool-vf$s.out" 2>&1
 			pid=$!
-			wait_until 60 listening "$p" || echo "# nothing listens on $p after 60 s"
+			wait_until 60 cm_listening "$p" || echo "# nothing listens on $p after 60 s"
 			vm_signal "$tool-$p-up"
 			server_done "$tool-vf$s" "$pid"
 		elif [ "$SRIOV_SLAVE" = "$s" ]; then
@@ -98,7 +94,7 @@ if [ "$SRIOV_ROLE" = remote ]; then
 		> /tmp/udaddy-both.out 2>&1
 	pids+=($!) names+=(udaddy-both)
 	for p in $((UCMA_PORT + 1)) $((UCMA_PORT + 2)); do
-		wait_until 60 listening "$p" || echo "# nothing listens on $p after 60 s"
+		wait_until 60 cm_listening "$p" || echo "# nothing listens on $p after 60 s"
 	done
 	vm_signal rdmacm-up
 	for i in "${!pids[@]}"; do

@@ -30,10 +30,6 @@ connected() {
 	[ "$(rdma resource show cm_id 2> /dev/null | grep -c 'state CONNECT ')" -ge "$1" ]
 }
 
-listening() {
-	rdma resource show cm_id 2> /dev/null | grep -q "state LISTEN .*:$1 "
-}
-
 case "$SRIOV_NAME" in
 remote)
 	for s in 1 2; do
@@ -42,7 +38,7 @@ remote)
 		eval "p$s=\$!"
 	done
 	for s in 1 2; do
-		wait_until 60 listening $((PORT + s)) || echo "# nothing listens on $((PORT + s))"
+		wait_until 60 cm_listening $((PORT + s)) || echo "# nothing listens on $((PORT + s))"
 	done
 	vm_signal kill-up
 	# shellcheck disable=SC2154
