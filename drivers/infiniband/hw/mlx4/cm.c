@@ -1828,6 +1828,41 @@ int mlx4_ib_demux_cm_handler_to_slave(struct ib_device *ibdev, int port,
 			  sizeof(*mad));
 }
 
+/**
+ * mlx4_ib_pvcm_lookup() - the VF connection a pv_cm_id stands for
+ * @dev: the master's device
+ * @pv_cm_id: a local comm id the multiplexer put into a MAD
+ * @slave: set to the VF the id belongs to
+ * @sl_cm_id: set to that VF's own comm id
+ *
+ * For diagnostics: changes no state and takes no reference, so the
+ * answer may be out of date as soon as it is returned.  An entry in
+ * TimeWait is found, one of a VF that was cleaned since is not.
+ *
+ * Context: any context.
+ * Return: 0, -ENODEV if the cache is not set up, -ENOENT if it holds no
+ * entry for @pv_cm_id.
+ */
+int mlx4_ib_pvcm_lookup(struct mlx4_ib_dev *dev, u32 pv_cm_id, int *slave,
+			u32 *sl_cm_id)
+{
+	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
+	struct pvcm_entry *e;
+	int ret = -ENOENT;
+
+	if (!READ_ONCE(pv->ready))
+		return -ENODEV;
+	rcu_read_lock();
+	e = pvcm_find_pv(pv, pv_cm_id);
+	if (e && pvcm_usable(pv, e)) {
+		*slave = e->key.slave;
+		*sl_cm_id = e->key.sl_cm_id;
+		ret = 0;
+	}
+	rcu_read_unlock();
+	return ret;
+}
+
 /* ------------------------------------------------------------------------
  * Counters and debugfs.
  */

@@ -119,6 +119,9 @@ struct mlx4_ib_pvcm {
 	struct dentry *debugfs;
 };
 
+int mlx4_ib_pvcm_lookup(struct mlx4_ib_dev *dev, u32 pv_cm_id, int *slave,
+			u32 *sl_cm_id);
+
 /**
  * struct mlx4_ib_pvcm_stats - counters of the PV-CM id cache
  * @live: entries of connections not yet released

@@ -1126,6 +1126,41 @@ static void t_clean_slave(void)
 	t_settle();
 }
 
+/* the diagnostic lookup names the VF and its own id, TimeWait included */
+static void t_lookup(void)
+{
+	const int a = 12, b = 13;
+	int err, slave = -1;
+	u32 pva, pvb, sl = 0;
+
+	pva = t_out(a, CM_REQ_ATTR_ID, 0xc00, 0, &err);
+	pvb = t_out(b, CM_REQ_ATTR_ID, 0xc00, 0, &err);
+	IBST_EXPECT_EQ(mlx4_ib_pvcm_lookup(t_dev, pva, &slave, &sl), 0);
+	IBST_EXPECT_EQ(slave, a);
+	IBST_EXPECT_EQ(sl, 0xc00);
+	IBST_EXPECT_EQ(mlx4_ib_pvcm_lookup(t_dev, pvb, &slave, &sl), 0);
+	IBST_EXPECT_EQ(slave, b);
+	IBST_EXPECT_EQ(sl, 0xc00);
+	/* no index has bit 30 set this early, none is id 0's */
+	IBST_EXPECT_EQ(mlx4_ib_pvcm_lookup(t_dev, pva ^ BIT(30), &slave, &sl),
+		       -ENOENT);
+	IBST_EXPECT_EQ(mlx4_ib_pvcm_lookup(t_dev, 0, &slave, &sl), -ENOENT);
+
+	t_out(a, CM_DREQ_ATTR_ID, 0xc00, 0, &err);
+	IBST_EXPECT(t_wait_state(pva, PVCM_TIMEWAIT));
+	slave = -1;
+	IBST_EXPECT_EQ(mlx4_ib_pvcm_lookup(t_dev, pva, &slave, &sl), 0);
+	IBST_EXPECT_EQ(slave, a);
+
+	mlx4_ib_cm_paravirt_clean(t_dev, a);
+	IBST_EXPECT_EQ(mlx4_ib_pvcm_lookup(t_dev, pva, &slave, &sl), -ENOENT);
+	flush_work(&t_pv->clean_work);
+	IBST_EXPECT_EQ(mlx4_ib_pvcm_lookup(t_dev, pva, &slave, &sl), -ENOENT);
+	IBST_EXPECT_EQ(mlx4_ib_pvcm_lookup(t_dev, pvb, &slave, &sl), 0);
+	mlx4_ib_cm_paravirt_clean(t_dev, b);
+	t_settle();
+}
+
 /*
  * A request delivered to a VF after its clean was asked for, but before
  * the clean's work ran, is one for the restarted VF: the work must not
@@ -1831,6 +1866,7 @@ static const struct ibst_case t_cases[] = {
 	{ "roce_demux_stays_with_gid_slave", t_roce_gid_slave },
 	{ "realloc_no_orphan", t_realloc },
 	{ "per_slave_clean", t_clean_slave },
+	{ "lookup_names_vf_and_id", t_lookup },
 	{ "clean_keeps_later_routes", t_clean_keeps_new_routes },
 	{ "per_vf_cap", t_cap },
 	{ "cap_fresh_after_vf_reset", t_cap_after_reset },
