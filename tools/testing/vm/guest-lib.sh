@@ -75,14 +75,14 @@ debug_kernel() {
 	[ -e /proc/lockdep ]
 }
 
-# wait_until SECONDS CMD...: retry CMD every 0.2 s until it succeeds.
+# wait_until SECONDS CMD...: retry CMD every 0.2 s until it succeeds, for
+# SECONDS of wall time (however long each try takes).
 wait_until() {
-	local tries=$(($1 * 5))
+	local end=$((SECONDS + $1))
 
 	shift
 	while ! "$@"; do
-		tries=$((tries - 1))
-		[ "$tries" -gt 0 ] || return 1
+		[ "$SECONDS" -lt "$end" ] || return 1
 		sleep 0.2
 	done
 }
@@ -142,6 +142,31 @@ connect_retry() {
 	return $rc
 }
 
+# roce_v2_gid_index DEV IP: print the index of DEV port 1's RoCE v2 GID for
+# IPv4 address IP (::ffff:IP, the form rdma_rxe derives from the netdev's
+# address); false if it has none.
+roce_v2_gid_index() {
+	local dev=$1 want g n o
+
+	IFS=. read -r -a o <<< "$2"
+	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' \
+		"${o[0]}" "${o[1]}" "${o[2]}" "${o[3]}")
+	for g in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
+		n=${g##*/}
+		[ "$(cat "$g" 2> /dev/null)" = "$want" ] || continue
+		if [ "$(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/types/$n" 2> /dev/null)" = "RoCE v2" ]; then
+			echo "$n"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# roce_v2_gid DEV IP: DEV port 1 has a RoCE v2 GID for IPv4 address IP.
+roce_v2_gid() {
+	roce_v2_gid_index "$1" "$2" > /dev/null
+}
+
 # nic_by_mac MAC: the name of the NIC with that address.
 nic_by_mac() {
 	local dev
@@ -182,7 +207,11 @@ net_up_nics() {
 	if [ "${VM_FORWARD:-0}" = 1 ] &&
 		[ "$(cat /proc/sys/net/ipv4/ip_forward)" != 1 ]; then
 		echo 1 > /proc/sys/net/ipv4/ip_forward || return 1
-		echo "# IPv4 forwarding on"
+		# a router takes from each link only its own subnet's
+		# sources (RFC 3704 strict): no guest forwards with another
+		# guest's address (an SR-IOV VF cannot use another's GID)
+		sysctl -qw net.ipv4.conf.all.rp_filter=1 || return 1
+		echo "# IPv4 forwarding on, strict reverse path filter"
 	fi
 	if [ -n "${VM_GATEWAY:-}" ] &&
 		! ip -4 route show default | grep -q "via $VM_GATEWAY "; then

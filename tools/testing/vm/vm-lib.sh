@@ -516,25 +516,47 @@ reboot_vms() {
 # shared/kill-request.vmN, and the host kills that QEMU with SIGKILL.  The
 # host then says so to the others (shared/signal.killed-vmN), stands in
 # for the dead guest at the barriers of the later slots and of the end,
-# and notes the slot in vmN/killed for the report.
+# and notes the slot in vmN/killed for the report.  The guests can write
+# where these files are: the request is read only from a regular file, a
+# few bytes of it, and what the host writes there replaces whatever is in
+# the way (host_put) instead of following it.
 kill_requested() {
-	local i slot m
+	local i slot m f ntests
 
 	for i in "${!PIDS[@]}"; do
-		[ -e "$RUN/shared/kill-request.vm$i" ] || continue
+		f=$RUN/shared/kill-request.vm$i
+		if [ ! -f "$f" ] || [ -L "$f" ]; then
+			continue
+		fi
 		[ -e "$RUN/vm$i/killed" ] && continue
-		slot=$(cat "$RUN/shared/kill-request.vm$i")
+		slot=$(head -c 8 "$f")
+		ntests=$(wc -l < "$RUN/vm$i/tests")
 		# not yet visible in full: the next poll reads it again
 		case "$slot" in '' | *[!0-9]*) continue ;; esac
+		slot=$((10#$slot))
+		if [ "$slot" -lt 1 ] || [ "$slot" -gt "$ntests" ]; then
+			continue
+		fi
 		kill -9 "${PIDS[$i]}" 2> /dev/null
-		echo "$slot" > "$RUN/vm$i/killed"
+		host_put "$RUN/vm$i/killed" "$slot"
 		echo "$ME: killed ${VM_NAME[i]} in test $slot, as its script asked" >&2
-		for ((m = slot + 1; m <= $(wc -l < "$RUN/vm$i/tests"); m++)); do
-			: > "$RUN/shared/barrier.test-$m.vm$i"
+		for ((m = slot + 1; m <= ntests; m++)); do
+			host_put "$RUN/shared/barrier.test-$m.vm$i"
 		done
-		: > "$RUN/shared/barrier.end.vm$i"
-		: > "$RUN/shared/signal.killed-vm$i"
+		host_put "$RUN/shared/barrier.end.vm$i"
+		host_put "$RUN/shared/signal.killed-vm$i"
 	done
+}
+
+# host_put FILE [LINE]: FILE holds LINE (or nothing), written beside it and
+# renamed over it: a link or FIFO a guest left there is replaced, not
+# followed.
+host_put() {
+	local tmp
+
+	tmp=$(mktemp "$1.host.XXXXXX") || return 1
+	[ $# -lt 2 ] || echo "$2" > "$tmp"
+	mv -f -T "$tmp" "$1"
 }
 
 # vmlib_boot: boot every guest, wait until all have stopped (or the boot
@@ -702,7 +724,7 @@ test_groups() {
 # vmlib_report: the TAP report of the run; FAILED=1 if a point failed.
 # shellcheck disable=SC2034
 vmlib_report() {
-	local i n t p ok rc times name g vms hits log files f label PATTERNS boot
+	local i n t p ok rc times name g vms hits log files f label PATTERNS boot killed
 
 	FAILED=0
 	POINT=0
@@ -740,11 +762,21 @@ vmlib_report() {
 			label="$label,${VM_NAME[i]}"
 			diag "$p" "$RUN/vm$i/test-$n.out"
 			rc=$(cat "$RUN/vm$i/test-$n.rc" 2>/dev/null)
-			if [ -z "$rc" ] && [ "$(cat "$RUN/vm$i/killed" 2>/dev/null)" = "$n" ]; then
-				# killed as asked: what it printed until then counts
+			killed=$(cat "$RUN/vm$i/killed" 2>/dev/null)
+			if [ -z "$rc" ] && [ "$killed" = "$n" ]; then
+				# killed as asked: what it printed until then
+				# counts, and it must have printed a point
 				echo "# ${p}killed by the host during this test, as it asked"
 				rc=0
 				grep -q '^not ok' "$RUN/vm$i/test-$n.out" 2>/dev/null && rc=1
+				if ! grep -q '^ok' "$RUN/vm$i/test-$n.out" 2>/dev/null; then
+					echo "# ${p}no point passed before the kill"
+					rc=1
+				fi
+			elif [ -z "$rc" ] && [ -n "$killed" ] && [ "$killed" -lt "$n" ]; then
+				echo "# ${p}not run: killed in test $killed"
+				ok=0
+				continue
 			fi
 			if [ -z "$rc" ]; then
 				ok=0
