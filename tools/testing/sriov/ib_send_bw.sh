@@ -22,7 +22,7 @@ if [ "$SRIOV_ROLE" = pf ]; then
 	exit 0
 fi
 rxe_up || exit 1
-wait_pf_watching 20
+wait_pf_watching 60
 traffic_barrier send-bw-start 120 || { tap_fail "the others never got ready"; tap_done; exit 1; }
 
 if [ "$SRIOV_ROLE" = remote ]; then

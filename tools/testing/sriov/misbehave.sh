@@ -26,7 +26,7 @@ rxe_up || exit 1
 if [ "$SRIOV_NAME" = vf1 ]; then
 	modprobe ib_umad || { tap_fail "modprobe ib_umad"; tap_done; exit 1; }
 fi
-wait_pf_watching 20
+wait_pf_watching 60
 traffic_barrier abuse-start 120 || { tap_fail "the others never got ready"; tap_done; exit 1; }
 
 pinging() {

@@ -76,9 +76,16 @@ pf_baseline() {
 	done
 }
 
-# pf_delta NAME: the module counter NAME since pf_baseline.
+# pf_delta NAME: the module counter NAME since pf_baseline; a counter
+# the module does not have prints "no-NAME", which no check takes for a
+# number.
 pf_delta() {
-	echo $((${PF[$1]:-0} - ${PF0[$1]:-0}))
+	if [ -z "${PF[$1]+set}" ]; then
+		echo "# pf_delta: the module has no counter $1" >&2
+		echo "no-$1"
+		return 1
+	fi
+	echo $((PF[$1] - ${PF0[$1]:-0}))
 }
 
 # cache_delta WHO FIELD: WHO is total, slave1 or slave2.
@@ -165,12 +172,21 @@ pf_no_leak() {
 	[ "$n" = 0 ]
 }
 
+# pf_queue_empty: every packet the module stole was sent or freed.
+pf_queue_empty() {
+	pf_read
+	[ "${PF[stolen]}" = $((PF[sent] + PF[freed])) ]
+}
+
 # pf_check_drained SECONDS: TAP points: within SECONDS the cache is empty
-# and every entry it ever allocated was freed, in total and per VF; no
-# leak (pf_no_leak).
+# and every entry it ever allocated was freed, in total and per VF; every
+# packet the module took was sent on or freed; no leak (pf_no_leak).
 pf_check_drained() {
 	wait_until "$1" pf_empty
+	wait_until 10 pf_queue_empty
 	pf_show "after TimeWait"
+	tap_check "every packet stolen was sent or freed: ${PF[stolen]} = ${PF[sent]} + ${PF[freed]}" \
+		test "${PF[stolen]}" = $((PF[sent] + PF[freed]))
 	tap_check "nothing live, in TimeWait or routed within $1 s" pf_empty
 	tap_check "every entry freed: allocated ${CACHE[allocated]}, freed ${CACHE[freed]}" \
 		test "${CACHE[allocated]}" = "${CACHE[freed]}"
@@ -183,13 +199,15 @@ pf_check_drained() {
 	fi
 }
 
-# pf_watch_step: baseline, sampler, pf_watching, wait for the step's end
-# (one TAP point), sampler stopped, counters read.
+# pf_watch_step [MARGIN]: baseline, sampler, pf_watching, wait for the
+# step's end (one TAP point), sampler stopped, counters read.  MARGIN
+# (default 75) is the time the script needs after the step's end, out of
+# its time limit.
 pf_watch_step() {
 	pf_baseline
 	pf_sample_start
 	pf_watching
-	wait_step_end $((${VM_TEST_TIMEOUT:-300} - 75))
+	wait_step_end "$(step_time_left "${1:-75}")"
 	tap_check "the VFs and the remote finished the step" test $? = 0
 	pf_sample_stop
 	pf_read
@@ -208,8 +226,9 @@ pf_check_clean_traffic() {
 		d=$(pf_delta "$k")
 		tap_check "CM MADs $k: $d" test "$d" -gt 0
 	done
-	for k in drop_malformed drop_bad_icrc drop_mux drop_demux \
-		drop_misrouted drop_off_path drop_queue drop_nomem audit_own_id; do
+	for k in drop_malformed drop_fragment drop_bad_icrc drop_mux drop_demux \
+		drop_misrouted drop_off_path drop_queue drop_nomem drop_stale \
+		audit_own_id audit_unknown audit_wrong; do
 		d=$(pf_delta "$k")
 		tap_check "$k: $d" test "$d" = 0
 	done

@@ -126,6 +126,11 @@ zero() {
 	[ "$(pf_stat "$1")" = 0 ]
 }
 
+# every VF id the audit saw on the wire is one the cache holds for it
+audit_ids_held() {
+	zero audit_unknown && zero audit_wrong
+}
+
 positive() {
 	[ "${1:-0}" -gt 0 ]
 }
@@ -251,7 +256,8 @@ for mode in $MODES; do
 	if [ "$mode" = roce ]; then
 		bg_with_timeout 900 "$ROCE_CM" capture vf1 vf2 rem > /tmp/cap.txt
 		cap=$!
-		sleep 1
+		wait_until 20 grep -q '^ready$' /tmp/cap.txt ||
+			echo "# the capture did not start"
 	fi
 	tap_check "$mode: rping vf1 -> remote" rping_pair "$mode-vf1" rem vf1
 	tap_check "$mode: rping remote -> vf2 (VF passive)" \
@@ -283,6 +289,8 @@ for mode in $MODES; do
 	tap_check "$mode: no drop, no bad ICRC" no_drops
 	tap_check "$mode: wire audit covered MADs" positive "$(pf_stat audited)"
 	tap_check "$mode: no VF's own comm id on the wire" zero audit_own_id
+	tap_check "$mode: every VF id on the wire is the cache's for it" \
+		audit_ids_held
 	tap_check "$mode: entries made for slave 1 and 2" both_slaves_mapped
 	tap_check "$mode: no live entry after the run" \
 		test "$(pvcm_stat total live)" = 0
@@ -332,9 +340,15 @@ if [ -z "${PF_QUICK:-}" ]; then
 		rc=$?
 		show_stats "$arg"
 		tap_check "$arg: rping vf1 -> remote fails" test "$rc" != 0
+		# and it failed for the fault: the MADs reached the module
+		tap_check "$arg: the module saw CM MADs from the VF" \
+			positive "$(pf_stat cm_vf_to_wire)"
 		if [ "$arg" = rewrite=N ]; then
 			tap_check "$arg: the audit sees the VF's own id" \
 				positive "$(pf_stat audit_own_id)"
+		else
+			tap_check "$arg: MADs were rewritten (with the old ICRC)" \
+				positive "$(pf_stat rewritten)"
 		fi
 		pf_unload
 		tap_check "$arg: module unloads" test $? = 0

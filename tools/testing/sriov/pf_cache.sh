@@ -16,7 +16,7 @@
 . "${SRIOV_LIB%/*}/pf-lib.sh"
 
 pf_loaded
-pf_watch_step
+pf_watch_step 75
 pf_check_clean_traffic
 # The connections have ended: their ids are in TimeWait for 30 s, the
 # requests' routes as long.

@@ -23,7 +23,7 @@ pf_loaded
 old_cap=$(cat "$PARAM")
 echo "$CAP" > "$PARAM"
 vm_signal abuse-cap-set
-pf_watch_step
+pf_watch_step 170
 echo "$old_cap" > "$PARAM"
 
 malformed=$(awk '/^malformed / { print $2 }' "$VM_SHARED/abuse.counts" 2> /dev/null)
@@ -56,8 +56,9 @@ for k in dropped cap_hits; do
 done
 d=$(cache_delta slave2 allocated)
 tap_check "VF 2: its connections mapped: $d" test "$d" -ge 2
-for k in drop_malformed drop_bad_icrc drop_demux drop_misrouted \
-	drop_off_path drop_queue drop_nomem audit_own_id; do
+for k in drop_malformed drop_fragment drop_bad_icrc drop_demux drop_misrouted \
+	drop_off_path drop_queue drop_nomem drop_stale audit_own_id audit_unknown \
+	audit_wrong; do
 	d=$(pf_delta "$k")
 	tap_check "$k: $d" test "$d" = 0
 done

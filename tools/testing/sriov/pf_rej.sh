@@ -17,7 +17,7 @@
 . "${SRIOV_LIB%/*}/pf-lib.sh"
 
 pf_loaded
-pf_watch_step
+pf_watch_step 75
 pf_check_clean_traffic
 for s in slave1 slave2; do
 	n_alloc=$(cache_delta "$s" allocated)
@@ -25,7 +25,9 @@ for s in slave1 slave2; do
 	tap_check "$s: it went through TimeWait (peak ${PEAK[$s.timewait]:-0})" \
 		test "${PEAK[$s.timewait]:-0}" -ge 1
 done
+# one REJ per VF, one more for each REQ the remote sent again (a slow
+# machine can outlast its response timeout)
 d=$(pf_delta audit_no_id)
-tap_check "the VFs' REJs left with local id 0: $d" test "$d" = 2
+tap_check "the VFs' REJs left with local id 0: $d" test "$d" -ge 2
 pf_check_drained 60
 tap_done

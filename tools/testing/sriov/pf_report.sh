@@ -30,7 +30,7 @@ step=$(sed -n "${VM_TEST_INDEX}p" "$VM_SHARED/../vm$VF1_INDEX/tests")
 step=${step##*/}
 pf_read
 report "before $step"
-pf_watch_step
+pf_watch_step 75
 echo "# REPORT: PV-CM during $step: peak live ${PEAK[total.live]:-0} (VF 1 ${PEAK[slave1.live]:-0}, VF 2 ${PEAK[slave2.live]:-0}), peak TimeWait ${PEAK[total.timewait]:-0}"
 echo "# REPORT: PF during $step: CM MADs VF->wire $(pf_delta cm_vf_to_wire), wire->VF $(pf_delta cm_wire_to_vf), VF->VF $(pf_delta cm_vf_to_vf), rewritten $(pf_delta rewritten), dropped $(($(pf_delta drop_mux) + $(pf_delta drop_demux)))"
 report "after $step"

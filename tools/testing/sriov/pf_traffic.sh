@@ -14,6 +14,6 @@
 . "${SRIOV_LIB%/*}/pf-lib.sh"
 
 pf_loaded
-pf_watch_step
+pf_watch_step 75
 pf_check_clean_traffic
 tap_done

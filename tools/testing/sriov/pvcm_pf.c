@@ -30,8 +30,6 @@
  * differs from a real PF is only the way in and out: there, the tunnel
  * QPs of mad.c; here, IPv4 forwarding.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
 #include <linux/debugfs.h>
 #include <linux/module.h>
 #include <linux/seq_file.h>
@@ -55,10 +53,14 @@
 
 #include "mlx4_ib.h"
 
+/* mlx4_ib.h sets mlx4_ib's prefix */
+#undef pr_fmt
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #define PF_PORT		1	/* the IB port of the emulated device */
 #define PF_MAX_VFS	16	/* slaves 1..PF_MAX_VFS; slave 0 is the PF */
 #define PF_WIRE		PF_MAX_VFS	/* index of the wire in pf_ifindex[] */
-#define PF_QUEUE_MAX	4096	/* packets waiting for the work item */
+#define PF_QUEUE_MAX	1024	/* packets of one source waiting for the work */
 #define PF_ICRC_LEN	4
 #define PF_MAD_LEN	sizeof(struct ib_mad)
 /* UDP payload of a GSI MAD: BTH, DETH, the MAD, the ICRC */
@@ -107,16 +109,23 @@ enum pf_counter {
 	PF_CM_VF_TO_VF,		/* CM MADs through both */
 	PF_REWRITTEN,		/* packets whose MAD changed */
 	PF_DROP_MALFORMED,	/* GSI packets that are not one UD MAD */
+	PF_DROP_FRAGMENT,	/* UDP fragments from or to a VF */
 	PF_DROP_BAD_ICRC,
 	PF_DROP_MUX,		/* the multiplexer refused the MAD */
 	PF_DROP_DEMUX,		/* the demultiplexer refused the MAD */
 	PF_DROP_MISROUTED,	/* ib: the handler's slave is not the route's */
 	PF_DROP_OFF_PATH,	/* between a VF and neither the wire nor a VF */
-	PF_DROP_QUEUE,		/* the queue was full */
+	PF_DROP_QUEUE,		/* the source's queue was full */
 	PF_DROP_NOMEM,
+	PF_DROP_STALE,		/* a VF's MAD queued before its interface went */
+	PF_STOLEN,		/* packets queued for the work item */
+	PF_SENT,		/* ... of those, sent on */
+	PF_FREED,		/* ... of those, dropped by the work item */
 	PF_AUDITED,		/* MADs of a VF that left on the wire */
 	PF_AUDIT_OWN_ID,	/* ... carrying the VF's own local comm id */
 	PF_AUDIT_NO_ID,		/* ... carrying local comm id 0 */
+	PF_AUDIT_UNKNOWN,	/* ... carrying an id the cache does not hold */
+	PF_AUDIT_WRONG,		/* ... one the cache holds for another VF id */
 	PF_VF_CLEANS,		/* VF interface went down: slave cleaned */
 	PF_NR_COUNTERS
 };
@@ -130,6 +139,7 @@ static const char * const pf_counter_names[PF_NR_COUNTERS] = {
 	[PF_CM_VF_TO_VF] = "cm_vf_to_vf",
 	[PF_REWRITTEN] = "rewritten",
 	[PF_DROP_MALFORMED] = "drop_malformed",
+	[PF_DROP_FRAGMENT] = "drop_fragment",
 	[PF_DROP_BAD_ICRC] = "drop_bad_icrc",
 	[PF_DROP_MUX] = "drop_mux",
 	[PF_DROP_DEMUX] = "drop_demux",
@@ -137,9 +147,15 @@ static const char * const pf_counter_names[PF_NR_COUNTERS] = {
 	[PF_DROP_OFF_PATH] = "drop_off_path",
 	[PF_DROP_QUEUE] = "drop_queue",
 	[PF_DROP_NOMEM] = "drop_nomem",
+	[PF_DROP_STALE] = "drop_stale",
+	[PF_STOLEN] = "stolen",
+	[PF_SENT] = "sent",
+	[PF_FREED] = "freed",
 	[PF_AUDITED] = "audited",
 	[PF_AUDIT_OWN_ID] = "audit_own_id",
 	[PF_AUDIT_NO_ID] = "audit_no_id",
+	[PF_AUDIT_UNKNOWN] = "audit_unknown",
+	[PF_AUDIT_WRONG] = "audit_wrong",
 	[PF_VF_CLEANS] = "vf_cleans",
 };
 
@@ -155,8 +171,10 @@ struct pf_pkt {
 	struct list_head link;
 	struct sk_buff *skb;
 	struct net_device *in;	/* held: the output path still uses it */
+	netdevice_tracker in_tracker;
 	int from;		/* sending slave, or -1 for the wire */
 	int to;			/* receiving slave, or -1 for the wire */
+	int gen;		/* from's clean count when it was queued */
 };
 
 /* the master device the cache belongs to: what cm.c looks at */
@@ -172,13 +190,15 @@ static unsigned int pf_nr_vfs;
 static char pf_names[PF_MAX_VFS + 1][IFNAMSIZ];
 static int pf_ifindex[PF_MAX_VFS + 1];	/* 0: not present */
 static bool pf_cleaned[PF_MAX_VFS];	/* under RTNL */
+static atomic_t pf_clean_gen[PF_MAX_VFS];	/* cleans asked per slave */
 static bool pf_stopping;		/* under RTNL */
 static struct workqueue_struct *pf_wq;
 static struct dentry *pf_debugfs;
 
 static LIST_HEAD(pf_queue);
-static unsigned int pf_queue_len;
-static DEFINE_SPINLOCK(pf_queue_lock);	/* pf_queue, pf_queue_len */
+/* per source (slave - 1, or PF_WIRE): so that no VF fills it for all */
+static unsigned int pf_queue_len[PF_MAX_VFS + 1];
+static DEFINE_SPINLOCK(pf_queue_lock);	/* pf_queue, pf_queue_len[] */
 
 /* the slave of a VF interface, -1 for any other */
 static int pf_slave_of(const struct net_device *dev)
@@ -289,22 +309,36 @@ static bool pf_local_id(const struct ib_mad *mad, u32 *id)
 }
 
 /*
- * A VF's MAD as it leaves on the wire must not carry the VF's own local
- * comm id: the cache put one of its pv_cm_ids there, or 0 in a VF's REJ
- * of a REQ it holds no mapping for (mlx4-pvcm.rst).  Id 0 names no
- * connection, so it is counted apart, whatever the VF sent.
+ * A VF's MAD as it leaves on the wire must carry a pv_cm_id that the
+ * cache holds for this VF's own local comm id, never the VF's id itself;
+ * or 0, in a VF's REJ of a REQ it holds no mapping for (mlx4-pvcm.rst).
+ * Id 0 names no connection, so it is counted apart, whatever the VF sent.
+ * The entry cannot be gone yet, a released one stays in TimeWait, unless
+ * the VF was cleaned since its MAD was queued (@gen is the VF's clean
+ * count then): then the MAD is not audited.
  */
-static void pf_audit(const struct ib_mad *own, const struct ib_mad *wire)
+static void pf_audit(int from, int gen, const struct ib_mad *own,
+		     const struct ib_mad *wire)
 {
-	u32 own_id, id;
+	u32 own_id, id, sl_cm_id;
+	int slave, ret;
 
 	if (!pf_local_id(own, &own_id) || !pf_local_id(wire, &id))
+		return;
+	ret = id && id != own_id ?
+		mlx4_ib_pvcm_lookup(pf_dev, id, &slave, &sl_cm_id) : 0;
+	smp_rmb();	/* the lookup saw the clean's epoch: see its count */
+	if (ret && atomic_read(&pf_clean_gen[from - 1]) != gen)
 		return;
 	pf_count(PF_AUDITED);
 	if (!id)
 		pf_count(PF_AUDIT_NO_ID);
 	else if (id == own_id)
 		pf_count(PF_AUDIT_OWN_ID);
+	else if (ret)
+		pf_count(PF_AUDIT_UNKNOWN);
+	else if (slave != from || sl_cm_id != own_id)
+		pf_count(PF_AUDIT_WRONG);
 }
 
 /* run the CM MAD of @p through the cache; false: drop the packet */
@@ -313,6 +347,15 @@ static bool pf_handle(struct pf_pkt *p, struct ib_mad *mad)
 	struct ib_device *ibdev = &pf_dev->ib_dev;
 	int slave, ret;
 
+	/*
+	 * A VF's MAD from before its interface went down belongs to the
+	 * instance the clean was for; the real master loses it with the
+	 * VF's tunnel QP.
+	 */
+	if (p->from > 0 && atomic_read(&pf_clean_gen[p->from - 1]) != p->gen) {
+		pf_count(PF_DROP_STALE);
+		return false;
+	}
 	if (p->from > 0 && p->to > 0)
 		pf_count(PF_CM_VF_TO_VF);
 	else if (p->from > 0)
@@ -399,7 +442,7 @@ static bool pf_process(struct pf_pkt *p)
 		pf_fix_udp_csum(skb, iph, uh);
 	}
 	if (p->from > 0 && p->to < 0)
-		pf_audit(&own, (struct ib_mad *)wire);
+		pf_audit(p->from, p->gen, &own, (struct ib_mad *)wire);
 	return true;
 
 malformed:
@@ -410,6 +453,8 @@ malformed:
 /* what ip_forward_finish() does for a packet without IP options */
 static void pf_output(struct sk_buff *skb)
 {
+	IP_INC_STATS(pf_net, IPSTATS_MIB_OUTFORWDATAGRAMS);
+	IP_ADD_STATS(pf_net, IPSTATS_MIB_OUTOCTETS, skb->len);
 	skb_clear_tstamp(skb);
 	local_bh_disable();
 	dst_output(pf_net, NULL, skb);
@@ -423,15 +468,18 @@ static void pf_work_fn(struct work_struct *work)
 
 	spin_lock_bh(&pf_queue_lock);
 	list_splice_init(&pf_queue, &list);
-	pf_queue_len = 0;
+	memset(pf_queue_len, 0, sizeof(pf_queue_len));
 	spin_unlock_bh(&pf_queue_lock);
 
 	list_for_each_entry_safe(p, next, &list, link) {
-		if (pf_process(p))
+		if (pf_process(p)) {
+			pf_count(PF_SENT);
 			pf_output(p->skb);
-		else
-			kfree_skb(p->skb);
-		dev_put(p->in);
+		} else {
+			pf_count(PF_FREED);
+			kfree_skb_reason(p->skb, SKB_DROP_REASON_NETFILTER_DROP);
+		}
+		netdev_put(p->in, &p->in_tracker);
 		kfree(p);
 		cond_resched();
 	}
@@ -443,6 +491,7 @@ static unsigned int pf_queue_pkt(struct sk_buff *skb,
 				 const struct nf_hook_state *state,
 				 int from, int to)
 {
+	unsigned int src = from > 0 ? from - 1 : PF_WIRE;
 	struct pf_pkt *p;
 	bool full;
 
@@ -456,26 +505,29 @@ static unsigned int pf_queue_pkt(struct sk_buff *skb,
 	p->in = state->in;
 	p->from = from;
 	p->to = to;
-	dev_hold(p->in);
+	/* the clean's count first, then what the VF sent after it */
+	p->gen = from > 0 ? atomic_read(&pf_clean_gen[from - 1]) : 0;
+	netdev_hold(p->in, &p->in_tracker, GFP_ATOMIC);
 
 	spin_lock_bh(&pf_queue_lock);
-	full = pf_queue_len >= PF_QUEUE_MAX;
+	full = pf_queue_len[src] >= PF_QUEUE_MAX;
 	if (!full) {
 		list_add_tail(&p->link, &pf_queue);
-		pf_queue_len++;
+		pf_queue_len[src]++;
 	}
 	spin_unlock_bh(&pf_queue_lock);
 	if (full) {
-		dev_put(p->in);
+		netdev_put(p->in, &p->in_tracker);
 		kfree(p);
 		pf_count(PF_DROP_QUEUE);
 		return NF_DROP;
 	}
+	pf_count(PF_STOLEN);
 	queue_work(pf_wq, &pf_work);
 	return NF_STOLEN;
 }
 
-/* IPv4 UDP to the RoCEv2 port with a BTH to QP1, or a fragment of it */
+/* an unfragmented IPv4 UDP datagram to the RoCEv2 port, BTH to QP1 */
 static bool pf_is_gsi(struct sk_buff *skb)
 {
 	const struct iphdr *iph = ip_hdr(skb);
@@ -483,14 +535,14 @@ static bool pf_is_gsi(struct sk_buff *skb)
 	const struct udphdr *uh;
 	const u8 *bth;
 
-	if (iph->protocol != IPPROTO_UDP || (iph->frag_off & htons(IP_OFFSET)))
+	if (iph->protocol != IPPROTO_UDP)
 		return false;
 	uh = skb_header_pointer(skb, skb_network_offset(skb) + iph->ihl * 4,
 				sizeof(buf), buf);
 	if (!uh || uh->dest != htons(ROCE_V2_UDP_DPORT))
 		return false;
 	bth = (const u8 *)(uh + 1);
-	return PF_BTH_QPN(bth) == PF_GSI_QPN || ip_is_fragment(iph);
+	return PF_BTH_QPN(bth) == PF_GSI_QPN;
 }
 
 static unsigned int pf_hook(void *priv, struct sk_buff *skb,
@@ -499,16 +551,23 @@ static unsigned int pf_hook(void *priv, struct sk_buff *skb,
 	int from = pf_slave_of(state->in), to = pf_slave_of(state->out);
 
 	pf_count(PF_SEEN);
-	if ((from < 0 && to < 0) || !pf_is_gsi(skb))
+	if (from < 0 && to < 0)
+		return NF_ACCEPT;
+	/*
+	 * Nothing reassembles in FORWARD: a fragment after the first has
+	 * no UDP header to tell a CM MAD by, and RoCEv2 sets DF.  A VF's
+	 * path carries no UDP fragment, or a MAD could pass unmapped.
+	 */
+	if (ip_hdr(skb)->protocol == IPPROTO_UDP && ip_is_fragment(ip_hdr(skb))) {
+		pf_count(PF_DROP_FRAGMENT);
+		return NF_DROP;
+	}
+	if (!pf_is_gsi(skb))
 		return NF_ACCEPT;
 	pf_count(PF_GSI);
 	if ((from < 0 && !pf_is_wire(state->in)) ||
 	    (to < 0 && !pf_is_wire(state->out))) {
 		pf_count(PF_DROP_OFF_PATH);
-		return NF_DROP;
-	}
-	if (ip_is_fragment(ip_hdr(skb))) {
-		pf_count(PF_DROP_MALFORMED);
 		return NF_DROP;
 	}
 	return pf_queue_pkt(skb, state, from, to);
@@ -540,10 +599,13 @@ static int pf_iface_of(const char *name)
  */
 static void pf_vf_gone(int i)
 {
+	ASSERT_RTNL();
 	if (i >= PF_WIRE || pf_cleaned[i] || pf_stopping)
 		return;
 	pf_cleaned[i] = true;
 	pf_count(PF_VF_CLEANS);
+	atomic_inc(&pf_clean_gen[i]);
+	smp_mb__after_atomic();	/* before the clean's epoch: see pf_audit() */
 	pr_info("%s down: cleaning slave %d\n", pf_names[i], i + 1);
 	mlx4_ib_cm_paravirt_clean(pf_dev, i + 1);
 }
@@ -727,8 +789,7 @@ err_net:
 
 static void __exit pvcm_pf_exit(void)
 {
-	nf_unregister_net_hook(pf_net, &pf_nf_ops);
-	synchronize_net();	/* no hook still queueing */
+	nf_unregister_net_hook(pf_net, &pf_nf_ops);	/* waits for the hooks */
 	destroy_workqueue(pf_wq);	/* sends what was queued */
 	rtnl_lock();
 	pf_stopping = true;

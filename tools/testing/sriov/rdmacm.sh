@@ -25,7 +25,7 @@ if [ "$SRIOV_ROLE" = pf ]; then
 	exit 0
 fi
 rxe_up || exit 1
-wait_pf_watching 20
+wait_pf_watching 60
 traffic_barrier rdmacm-start 120 || { tap_fail "the others never got ready"; tap_done; exit 1; }
 
 # server_done NAME PID: one TAP point, the server PID (output in

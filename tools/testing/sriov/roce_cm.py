@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 """RoCEv2 CM MADs on the wire, checked and made without the kernel's code.
 
-  roce_cm.py capture IFACE...       print one line per CM MAD seen on the
+  roce_cm.py capture IFACE...       print "ready" once bound, then one
+                                    line per CM MAD seen on the
                                     interfaces, until killed:
                                     IFACE in|out SRC DST ATTR LOCAL REMOTE
                                     ICRC (ok or bad; ids in hex, - if none)
@@ -83,6 +84,8 @@ def capture(ifaces):
                           socket.htons(0x0003))
         s.bind((name, 0))
         socks.append((s, name))
+    # bound: from here on nothing is missed (audit skips this line)
+    print('ready', flush=True)
     import select
     while True:
         ready, _, _ = select.select([s for s, _ in socks], [], [])

@@ -27,7 +27,7 @@ if [ "$SRIOV_ROLE" = vf ]; then
 	tap_check "route to the remote via the PF ($gw)" \
 		sh -c "ip route get $REMOTE_IP | grep -q ' via $gw '"
 fi
-wait_pf_watching 20
+wait_pf_watching 60
 traffic_barrier rping-start 120 || { tap_fail "the others never got ready"; tap_done; exit 1; }
 
 # 1: each VF to the remote.

@@ -25,7 +25,7 @@ step_done() {
 # once the VFs and the remote have finished their scripts of this step
 # (or were killed: vm_kill_me).
 wait_step_end() {
-	local end=$((SECONDS + ${1:-$VM_TEST_TIMEOUT})) i
+	local end=$((SECONDS + ${1:-$(step_time_left 0)})) i
 
 	for i in "$VF1_INDEX" "$VF2_INDEX" "$REMOTE_INDEX"; do
 		while ! step_done "$i" && ! vm_wait "killed-vm$i" 0; do
@@ -35,6 +35,15 @@ wait_step_end() {
 	done
 }
 
+# step_time_left MARGIN: the seconds this step's script has left before
+# its time limit (VM_TEST_TIMEOUT, from the script's start), less MARGIN,
+# and at least 1.
+step_time_left() {
+	local left=$((${VM_TEST_TIMEOUT:-300} - SECONDS - $1))
+
+	echo $((left > 0 ? left : 1))
+}
+
 # pf_watching: a PF script that counts a step's traffic tells the others
 # that it is ready (after the step's barrier, before their first packet).
 pf_watching() {
@@ -42,40 +51,18 @@ pf_watching() {
 }
 
 # wait_pf_watching [SECONDS]: in a traffic script, before its first
-# packet: when the PF runs a script in this step, give it up to SECONDS
-# (default 20) to call pf_watching.
+# packet: when the PF runs a script in this step, wait up to SECONDS
+# (default 60) for it to call pf_watching.  If it does not, its baseline
+# would be taken in the middle of the traffic: one failed point, and the
+# traffic runs all the same.
 wait_pf_watching() {
 	local pf_script
 
 	pf_script=$(sed -n "${VM_TEST_INDEX}p" "$VM_SHARED/../vm$PF_INDEX/tests")
 	[ "${pf_script##*/}" = idle.sh ] && return 0
-	vm_wait "pf-watching-$VM_TEST_INDEX" "${1:-20}" && return 0
-	echo "# the PF's ${pf_script##*/} did not call pf_watching; going on"
-}
-
-# roce_v2_gid_index DEV IP: print the index of DEV port 1's RoCE v2 GID for
-# IPv4 address IP (::ffff:IP, the form rdma_rxe derives from the netdev's
-# address); false if it has none.
-roce_v2_gid_index() {
-	local dev=$1 want g n o
-
-	IFS=. read -r -a o <<< "$2"
-	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' \
-		"${o[0]}" "${o[1]}" "${o[2]}" "${o[3]}")
-	for g in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
-		n=${g##*/}
-		[ "$(cat "$g" 2> /dev/null)" = "$want" ] || continue
-		if [ "$(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/types/$n" 2> /dev/null)" = "RoCE v2" ]; then
-			echo "$n"
-			return 0
-		fi
-	done
+	vm_wait "pf-watching-$VM_TEST_INDEX" "${1:-60}" && return 0
+	tap_fail "the PF's ${pf_script##*/} was watching before the traffic"
 	return 1
-}
-
-# roce_v2_gid DEV IP: DEV port 1 has a RoCE v2 GID for IPv4 address IP.
-roce_v2_gid() {
-	roce_v2_gid_index "$1" "$2" > /dev/null
 }
 
 # cm_listening PORT: an RDMA CM id of this guest listens on PORT.

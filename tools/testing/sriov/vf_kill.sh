@@ -3,11 +3,15 @@
 #
 # A VF guest dies in the middle of ucmatose (tools/testing/sriov/run
 # --vf-test and --remote-test, pf_vf_kill.sh on the PF; the last step of a
-# run, since VF 1 does not come back).  Both VFs run ucmatose -c 50 with
-# many messages per connection to servers on the remote; once both have
-# their connections up, VF 1 has the host kill its QEMU (vm_kill_me: no
-# shutdown, no DREQ).  VF 2's ucmatose must carry on to its end, and a
-# new rping from VF 2 must pass after the PF cleaned VF 1's ids.
+# run, since VF 1 does not come back).  Both VFs run ucmatose -c 50, VF 1
+# with ten times the messages per connection (its message phase outlasts
+# the kill), and an rping that runs until it is stopped, to servers on
+# the remote; once both have everything up, VF 1 has the host kill its
+# QEMU (vm_kill_me: no shutdown, no DREQ), with its rping certainly
+# connected.  VF 2's rping must go on pinging after
+# the PF cleaned VF 1's ids, its ucmatose must end well, and a new rping
+# from VF 2 must pass.  The remote then closes VF 1's connections: its
+# DREQs for the dead VF are for the PF to refuse.
 
 # shellcheck source=SCRIPTDIR/../vm/guest-lib.sh
 . "$GUEST_LIB"
@@ -16,29 +20,68 @@
 
 CONNS=${UCMA_CONNS:-50}
 MSGS=${KILL_MSGS:-100}
+MSGS1=${KILL_MSGS1:-1000}	# VF 1's (ucmatose posts as many receives)
 PORT=7481
+HOLD=7483	# + slave: the rping that runs until it is stopped
+AFTER=20	# pings VF 2's rping must make after VF 1's clean
 
 if [ "$SRIOV_ROLE" = pf ]; then
 	echo "# nothing to run on the PF"
 	exit 0
 fi
 rxe_up || exit 1
-wait_pf_watching 20
+wait_pf_watching 60
 traffic_barrier kill-start 120 || { tap_fail "the others never got ready"; tap_done; exit 1; }
 
 connected() {
 	[ "$(rdma resource show cm_id 2> /dev/null | grep -c 'state CONNECT ')" -ge "$1" ]
 }
 
+pings() {
+	grep -c '^ping data: rdma-ping-' /tmp/hold.out
+}
+
+msgs_of() {
+	if [ "$1" = 1 ]; then echo "$MSGS1"; else echo "$MSGS"; fi
+}
+
+# pinging N: the held rping runs and has made N pings
+pinging() {
+	# shellcheck disable=SC2154
+	kill -0 "$hold" 2> /dev/null && [ "$(pings)" -ge "$1" ]
+}
+
+# start_clients: ucmatose and the held rping to the remote's servers of
+# this VF; PIDs in ucma and hold
+start_clients() {
+	vm_wait kill-up 120 || echo "# the remote's servers never started"
+	# line buffered: pings() counts as they come
+	bg_with_timeout 280 stdbuf -oL rping -c -a "$REMOTE_IP" \
+		-p $((HOLD + SRIOV_SLAVE)) -v > /tmp/hold.out 2>&1
+	hold=$!
+	bg_with_timeout 280 ucmatose -s "$REMOTE_IP" -b "$MY_IP" \
+		-p $((PORT + SRIOV_SLAVE)) -c "$CONNS" -C "$(msgs_of "$SRIOV_SLAVE")" \
+		> /tmp/ucma.out 2>&1
+	ucma=$!
+	wait_until 120 connected $((CONNS + 1))
+	tap_check "$SRIOV_NAME: $CONNS connections and an rping up" \
+		connected $((CONNS + 1))
+}
+
 case "$SRIOV_NAME" in
 remote)
 	for s in 1 2; do
 		bg_with_timeout 280 ucmatose -b "$MY_IP" -p $((PORT + s)) \
-			-c "$CONNS" -C "$MSGS" > "/tmp/ucma-vf$s.out" 2>&1
+			-c "$CONNS" -C "$(msgs_of "$s")" > "/tmp/ucma-vf$s.out" 2>&1
 		eval "p$s=\$!"
+		bg_with_timeout 280 rping -s -a "$MY_IP" -p $((HOLD + s)) -v \
+			> "/tmp/hold-vf$s.out" 2>&1
+		eval "h$s=\$!"
 	done
 	for s in 1 2; do
-		wait_until 60 cm_listening $((PORT + s)) || echo "# nothing listens on $((PORT + s))"
+		for p in $((PORT + s)) $((HOLD + s)); do
+			wait_until 60 cm_listening "$p" || echo "# nothing listens on $p"
+		done
 	done
 	vm_signal kill-up
 	# shellcheck disable=SC2154
@@ -47,41 +90,47 @@ remote)
 	echo "# ucmatose server for vf2: exit status $rc"
 	[ "$rc" = 0 ] || tail -n 8 /tmp/ucma-vf2.out | sed -e 's/^/# server vf2: /'
 	tap_check "ucmatose server for vf2 exit 0" test "$rc" = 0
-	# VF 1's server waits for a peer that is gone; it may fail
 	# shellcheck disable=SC2154
-	kill "$p1" 2> /dev/null
-	wait "$p1"
-	echo "# ucmatose server for the killed vf1: exit status $?"
+	wait "$h2"
+	echo "# held rping server for vf2: exit status $?"
+	# VF 1's servers wait for a peer that is gone: closing their
+	# connections sends DREQs that the PF must refuse
+	# shellcheck disable=SC2154
+	kill "$p1" "$h1" 2> /dev/null
+	wait "$p1" "$h1"
+	echo "# the servers for the killed vf1 are closed"
+	vm_signal vf1-servers-closed
 	rping_serve after-kill 7491 100
 	rping_served after-kill "$RPING_PID" 100
 	;;
 vf1)
-	vm_wait kill-up 120 || echo "# the remote's servers never started"
-	bg_with_timeout 280 ucmatose -s "$REMOTE_IP" -b "$MY_IP" -p $((PORT + 1)) \
-		-c "$CONNS" -C "$MSGS" > /tmp/ucma.out 2>&1
-	wait_until 120 connected "$CONNS"
-	tap_check "vf1: $CONNS connections up" connected "$CONNS"
+	start_clients
 	vm_wait vf2-connected 120 || echo "# vf2 never connected"
-	echo "# vf1: asking the host to kill this guest"
+	running=no
+	kill -0 "$ucma" 2> /dev/null && running=yes
+	echo "# vf1: ucmatose running: $running, $(pings) pings so far; asking the host to kill this guest"
 	vm_kill_me
 	;;
 vf2)
-	vm_wait kill-up 120 || echo "# the remote's servers never started"
-	bg_with_timeout 280 ucmatose -s "$REMOTE_IP" -b "$MY_IP" -p $((PORT + 2)) \
-		-c "$CONNS" -C "$MSGS" > /tmp/ucma.out 2>&1
-	pid=$!
-	wait_until 120 connected "$CONNS"
-	tap_check "vf2: $CONNS connections up" connected "$CONNS"
+	start_clients
 	vm_signal vf2-connected
-	wait "$pid"
+	vm_wait "killed-vm$VF1_INDEX" 240
+	tap_check "vf2: the host killed vf1" test $? = 0
+	vm_wait vf1-cleaned 60
+	tap_check "vf2: the PF cleaned vf1" test $? = 0
+	n0=$(pings)
+	wait_until 60 pinging $((n0 + AFTER))
+	tap_check "vf2: its rping went on after vf1's clean: $n0 -> $(pings) pings" \
+		pinging $((n0 + AFTER))
+	# shellcheck disable=SC2154
+	kill "$hold" 2> /dev/null
+	wait "$hold"
+	# shellcheck disable=SC2154
+	wait "$ucma"
 	rc=$?
-	running=0
-	vm_wait killed-vm"$VF1_INDEX" 0 && running=1
 	echo "# vf2 ucmatose: exit status $rc"
 	tail -n 4 /tmp/ucma.out | sed -e 's/^/# vf2 ucmatose: /'
-	tap_check "vf2: ucmatose was still running when vf1 was killed" test "$running" = 1
 	tap_check "vf2: ucmatose exit 0" test "$rc" = 0
-	vm_wait vf1-cleaned 60 || echo "# the PF never cleaned vf1"
 	rping_client after-kill "$REMOTE_IP" 7491 100
 	rping_checked after-kill 100
 	;;
