@@ -19,6 +19,16 @@
  * cache maps them up to its per-VF cap and drops the rest.  It prints
  * "flood N".
  *
+ * --fuzz N [--seed S] sends N mutated CM MADs at a node's CM itself (no
+ * cache in between): each starts from a well-formed message of a random
+ * attribute (the eleven of IBTA vol 1 chapter 12 and an unknown one),
+ * then one to four mutations at field boundaries (comm ids, the byte
+ * that says which message an MRA or REJ answers, REJ reason and ARI
+ * length, REQ GIDs, QPNs, timeouts and transport, private data, the MAD
+ * header's class version and method, random bytes).  The same seed sends
+ * the same MADs (xorshift64*, seeded from getrandom() when not given).
+ * It prints "fuzz N seed S".
+ *
  * The comm ids are random (getrandom()), so that two runs never collide.
  * Exit status 0 when every MAD was handed to the kernel, 1 otherwise.
  */
@@ -26,6 +36,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,10 +66,27 @@ struct target {
 	uint8_t sgid[16], dgid[16];
 };
 
+/* xorshift64* (Vigna) of --fuzz, so that a seed repeats a run; 0: off */
+static uint64_t fuzz_state;
+
+static uint64_t fuzz_next(void)
+{
+	fuzz_state ^= fuzz_state >> 12;
+	fuzz_state ^= fuzz_state << 25;
+	fuzz_state ^= fuzz_state >> 27;
+	return fuzz_state * 0x2545f4914f6cdd1dull;
+}
+
+/* a non-zero random value: from the seed under --fuzz */
 static uint32_t random32(void)
 {
 	uint32_t v = 0;
 
+	if (fuzz_state) {
+		while (!v)
+			v = fuzz_next() >> 32;
+		return v;
+	}
 	while (getrandom(&v, sizeof(v), 0) != sizeof(v) || !v)
 		;
 	return v;
@@ -163,13 +191,14 @@ static int send_mad(const struct target *t, const uint8_t *mad)
 	return -1;
 }
 
-/* send @mad, count it in *@sent and a failure in *@err */
+/* send @mad: count it in *@sent if it left, in *@err if not */
 static void emit(const struct target *t, const uint8_t *mad, int *sent,
 		 int *err)
 {
 	if (send_mad(t, mad))
 		(*err)++;
-	(*sent)++;
+	else
+		(*sent)++;
 }
 
 static int send_malformed(const struct target *t)
@@ -214,6 +243,8 @@ static int send_malformed(const struct target *t)
 	emit(t, mad, &sent, &err);
 
 	printf("malformed %d\n", sent);
+	if (err)
+		fprintf(stderr, "%d malformed MADs could not be sent\n", err);
 	return err ? 1 : 0;
 }
 
@@ -245,11 +276,115 @@ static int ipv4_gid(const char *s, uint8_t *gid)
 	return 0;
 }
 
+/* a decimal int in [0, INT_MAX], or -1 */
+static int parse_count(const char *s)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 0 || v > INT_MAX)
+		return -1;
+	return (int)v;
+}
+
+static uint32_t fuzz_below(uint32_t n)
+{
+	return (uint32_t)(fuzz_next() >> 32) % n;
+}
+
+/* offsets (in the CM data, after the MAD header) of fields worth hitting */
+static const uint8_t fuzz_offsets[] = {
+	0, 3, 4, 7, 8, 9, 10, 11, 12, 16, 24, 32, 35, 36, 39, 40, 43, 44,
+	47, 48, 50, 51, 52, 54, 56, 71, 72, 87, 88, 92, 93, 95, 96, 99, 100,
+	131, 132, 199, 200, 223, 231,
+};
+
+static const uint8_t fuzz_values[] = { 0, 1, 0x7f, 0x80, 0xfe, 0xff };
+
+static void fuzz_template(uint8_t *mad, const struct target *t)
+{
+	static const uint16_t attrs[] = {
+		ATTR_REQ, ATTR_MRA, ATTR_REJ, ATTR_REP, ATTR_RTU, ATTR_DREQ,
+		ATTR_DREP, ATTR_SIDR_REQ, ATTR_SIDR_REP, ATTR_LAP, 0x1a, 0x20,
+	};
+	uint16_t attr = attrs[fuzz_below(sizeof(attrs) / sizeof(attrs[0]))];
+
+	if (attr == ATTR_REQ) {
+		cm_req(mad, t, fuzz_next());
+		return;
+	}
+	cm_ids(mad, attr);
+	switch (attr) {
+	case ATTR_MRA:
+	case ATTR_REJ:
+		put8(mad, 8, fuzz_below(4) << 6);
+		put16(mad, 10, fuzz_below(40));
+		break;
+	case ATTR_SIDR_REQ:
+		put64(mad, 8, fuzz_next());
+		break;
+	}
+}
+
+static void fuzz_mutate(uint8_t *mad)
+{
+	int n = 1 + fuzz_below(4), off;
+
+	while (n--) {
+		switch (fuzz_below(6)) {
+		case 0:		/* a field boundary, an edge value */
+			off = fuzz_offsets[fuzz_below(sizeof(fuzz_offsets))];
+			put8(mad, off, fuzz_values[fuzz_below(sizeof(fuzz_values))]);
+			break;
+		case 1:		/* a field boundary, any value */
+			off = fuzz_offsets[fuzz_below(sizeof(fuzz_offsets))];
+			put8(mad, off, fuzz_below(256));
+			break;
+		case 2:		/* a comm id: 0, all ones, random */
+			put32(mad, fuzz_below(2) * 4,
+			      fuzz_below(3) == 0 ? 0 :
+			      fuzz_below(2) ? 0xffffffff : (uint32_t)fuzz_next());
+			break;
+		case 3:		/* the header: class version, method */
+			mad[2 + fuzz_below(2)] = fuzz_values[fuzz_below(sizeof(fuzz_values))];
+			break;
+		case 4:		/* one bit anywhere in the CM data */
+			mad[HDR + fuzz_below(MAD_SIZE - HDR)] ^= 1 << fuzz_below(8);
+			break;
+		default:	/* a run of random bytes */
+			off = fuzz_below(MAD_SIZE - HDR);
+			for (int i = off; i < MAD_SIZE - HDR && i < off + 16; i++)
+				put8(mad, i, fuzz_below(256));
+			break;
+		}
+	}
+}
+
+static int send_fuzz(const struct target *t, int n, uint64_t seed)
+{
+	uint8_t mad[MAD_SIZE];
+	int i, sent = 0, err = 0;
+
+	fuzz_state = seed;
+	for (i = 0; i < n; i++) {
+		fuzz_template(mad, t);
+		fuzz_mutate(mad);
+		emit(t, mad, &sent, &err);
+	}
+	printf("fuzz %d seed %llu\n", sent, (unsigned long long)seed);
+	if (err)
+		fprintf(stderr, "%d fuzzed MADs could not be sent\n", err);
+	return err ? 1 : 0;
+}
+
 static void print_usage(const char *me)
 {
 	fprintf(stderr,
 		"usage: %s -d DEV -i SGID_INDEX -S SRC_IPV4 -D DEST_IPV4\n"
-		"          (--malformed | --flood N [-s SERVICE_ID])\n", me);
+		"          (--malformed | --flood N [-s SERVICE_ID] |\n"
+		"           --fuzz N [--seed S])\n", me);
 }
 
 int main(int argc, char **argv)
@@ -257,12 +392,15 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "malformed", no_argument, NULL, 'm' },
 		{ "flood", required_argument, NULL, 'f' },
+		{ "fuzz", required_argument, NULL, 'z' },
+		{ "seed", required_argument, NULL, 'e' },
 		{ NULL, 0, NULL, 0 },
 	};
 	/* RDMA_PS_TCP, port 9: nobody listens there */
 	uint64_t service = 0x0000000001060009ull;
 	const char *dev = NULL, *src = NULL, *dst = NULL;
 	struct target t = { .gid_index = -1 };
+	uint64_t seed = 0;
 	int c, mode = 0, n = 0, ret;
 
 	while ((c = getopt_long(argc, argv, "d:i:S:D:s:", opts, NULL)) != -1) {
@@ -271,7 +409,7 @@ int main(int argc, char **argv)
 			dev = optarg;
 			break;
 		case 'i':
-			t.gid_index = atoi(optarg);
+			t.gid_index = parse_count(optarg);
 			break;
 		case 'S':
 			src = optarg;
@@ -286,8 +424,12 @@ int main(int argc, char **argv)
 			mode = 'm';
 			break;
 		case 'f':
-			mode = 'f';
-			n = atoi(optarg);
+		case 'z':
+			mode = c;
+			n = parse_count(optarg);
+			break;
+		case 'e':
+			seed = strtoull(optarg, NULL, 0);
 			break;
 		default:
 			print_usage(argv[0]);
@@ -295,7 +437,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!dev || t.gid_index < 0 || !src || !dst || !mode ||
-	    (mode == 'f' && n <= 0) || ipv4_gid(src, t.sgid) ||
+	    (mode != 'm' && n <= 0) || ipv4_gid(src, t.sgid) ||
 	    ipv4_gid(dst, t.dgid)) {
 		print_usage(argv[0]);
 		return 2;
@@ -315,7 +457,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "umad_register: %d\n", t.agent);
 		return 1;
 	}
-	ret = mode == 'm' ? send_malformed(&t) : send_flood(&t, n, service);
+	if (mode == 'z' && !seed)
+		while (getrandom(&seed, sizeof(seed), 0) != sizeof(seed) || !seed)
+			;
+	if (mode == 'm')
+		ret = send_malformed(&t);
+	else if (mode == 'f')
+		ret = send_flood(&t, n, service);
+	else
+		ret = send_fuzz(&t, n, seed);
 	umad_unregister(t.fd, t.agent);
 	umad_close_port(t.fd);
 	return ret;
