@@ -32,8 +32,13 @@
  * to our GID is delivered to that ID: what the CM put on the wire shows up
  * as an IB_CM_SIDR_REP_RECEIVED event, field by field.
  *
+ * receive_path_fuzzed sends fuzz_iterations mutated MADs of every kind
+ * (and of unknown attributes) at cm_ids held in every state, listeners
+ * and SIDR included, from the seed fuzz_seed; see test_fuzz().
+ *
  * Load after ib_cm.ko (built with the hook) with an active RoCE port that
- * runs a CM; init fails when any check fails.
+ * runs a CM; init fails when any check fails.  The module runs its cases
+ * in KTAP on every kernel, KUnit or not, so that its parameters apply.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -48,7 +53,11 @@
 #include "cm_codec.c"
 #include "cm_priv.h"
 #include "cm_test_hook.h"
+/* KUnit would run the cases before fuzz_iterations and fuzz_seed are set */
+#define IBST_KTAP_ONLY
 #include "ib_selftest.h"
+
+#include <linux/prandom.h>
 
 MODULE_IMPORT_NS(IB_CM_TEST);
 
@@ -66,6 +75,11 @@ static const struct ib_gid_attr *rx_gid;
 static union ib_gid rx_far_gid;
 static const u8 rx_far_mac[ETH_ALEN] = { 0x02, 0, 0, 0, 0, 0x99 };
 static u32 rx_serial;
+/*
+ * Set by the fuzzing case only (the cases run one at a time): rx_inject()
+ * copies the message here instead of sending it.
+ */
+static u8 *rx_capture;
 
 /* ------------------------------------------------------------------ */
 /* What the consumer saw                                               */
@@ -356,6 +370,10 @@ static void rx_pdata(u8 *buf, char tag)
 
 static int rx_inject(const void *mad)
 {
+	if (rx_capture) {
+		memcpy(rx_capture, mad, RX_MAD_SIZE);
+		return 0;
+	}
 	return cm_test_inject(rx_dev, rx_port, &rx_gid->gid, &rx_gid->gid,
 			      mad);
 }
@@ -2273,6 +2291,332 @@ out:
 }
 
 /* ------------------------------------------------------------------ */
+/* Mutation fuzzing                                                    */
+
+static unsigned long fuzz_iterations = 100000;
+module_param(fuzz_iterations, ulong, 0444);
+MODULE_PARM_DESC(fuzz_iterations,
+		 "mutated MADs of the receive_path_fuzzed case (default 100000)");
+
+static unsigned long fuzz_seed;
+module_param(fuzz_seed, ulong, 0444);
+MODULE_PARM_DESC(fuzz_seed,
+		 "PRNG seed of that case, 0 = pick one (the seed used is printed)");
+
+/* Injections between two waits for the CM's receive jobs. */
+#define RX_FUZZ_FLUSH	256
+#define RX_FUZZ_PASSIVE	5
+#define RX_FUZZ_ACTIVE	3
+/* How long the fixtures' TimeWait and retries may take to end. */
+#define RX_FUZZ_DRAIN_MS	60000
+
+/* cm_ids held in every state while the mutated MADs arrive */
+struct rx_fuzz {
+	struct rnd_state rnd;
+	/* REQ_RCVD, MRA_REQ_SENT, REP_SENT, ESTABLISHED, TIMEWAIT */
+	struct rx_passive pas[RX_FUZZ_PASSIVE];
+	/* REQ_SENT, ESTABLISHED, DREQ_SENT */
+	struct rx_active act[RX_FUZZ_ACTIVE];
+	struct rx_asker sidr;			/* SIDR_REQ_SENT */
+	struct ib_cm_id *sidr_listen;		/* LISTEN, for SIDR_REQs */
+	__be64 sidr_sid;
+	unsigned long by_attr[CMC_ATTR_COUNT + 1];
+};
+
+static u32 rx_fuzz_u32(struct rx_fuzz *f)
+{
+	return prandom_u32_state(&f->rnd);
+}
+
+static u32 rx_fuzz_below(struct rx_fuzz *f, u32 n)
+{
+	return rx_fuzz_u32(f) % n;
+}
+
+/* The held connections; false (with a diagnostic) when one is missing. */
+static bool rx_fuzz_hold(struct rx_fuzz *f)
+{
+	struct rx_passive *p = f->pas;
+	struct rx_active *a = f->act;
+	bool ok;
+
+	ok = rx_passive_req(&p[0]);
+	ok = ok && rx_passive_req(&p[1]) && !ib_send_cm_mra(p[1].id, 20, NULL, 0);
+	ok = ok && rx_passive_req(&p[2]) && !rx_passive_rep(&p[2]);
+	ok = ok && rx_passive_connect(&p[3]);
+	/* the peer disconnects, we answer: TIMEWAIT (about 4 s) */
+	ok = ok && rx_passive_connect(&p[4]) &&
+	     !rx_send_dreq(&p[4].peer, p[4].id->local_id, p[4].qpn, 'x');
+	cm_test_flush();
+	ok = ok && rx_state(p[4].id) == IB_CM_DREQ_RCVD &&
+	     !ib_send_cm_drep(p[4].id, NULL, 0);
+	ok = ok && rx_active_req(&a[0], 20, 15, false);
+	ok = ok && rx_active_connect(&a[1], false);
+	ok = ok && rx_active_connect(&a[2], false) &&
+	     !ib_send_cm_dreq(a[2].id, NULL, 0);
+	ok = ok && rx_sidr_ask(&f->sidr);
+	f->sidr_sid = rx_sid();
+	f->sidr_listen = ok ? rx_sidr_listen(f->sidr_sid) : NULL;
+	ok = ok && f->sidr_listen;
+	rx_quiesce();
+	rx_forget_events();
+	if (!ok)
+		ibst_diag("fuzz: a held connection could not be set up");
+	return ok;
+}
+
+static void rx_fuzz_release(struct rx_fuzz *f)
+{
+	unsigned int i;
+
+	for (i = 0; i < RX_FUZZ_PASSIVE; i++)
+		rx_passive_end(&f->pas[i]);
+	for (i = 0; i < RX_FUZZ_ACTIVE; i++)
+		rx_active_end(&f->act[i]);
+	rx_sidr_end(&f->sidr, f->sidr_listen);
+	f->sidr_listen = NULL;
+}
+
+/* A held (peer, cm_id) pair, passive or active, as a message's target. */
+static void rx_fuzz_target(struct rx_fuzz *f, const struct rx_peer **peer,
+			   struct ib_cm_id **id, u32 *qpn)
+{
+	u32 i = rx_fuzz_below(f, RX_FUZZ_PASSIVE + RX_FUZZ_ACTIVE);
+
+	if (i < RX_FUZZ_PASSIVE) {
+		*peer = &f->pas[i].peer;
+		*id = f->pas[i].id;
+		*qpn = f->pas[i].qpn;
+	} else {
+		i -= RX_FUZZ_PASSIVE;
+		*peer = &f->act[i].peer;
+		*id = f->act[i].id;
+		*qpn = 0x700000 + i;
+	}
+}
+
+/* A well-formed message of a random kind at a held connection, in @mad. */
+static void rx_fuzz_template(struct rx_fuzz *f, u8 *mad)
+{
+	const struct rx_peer *peer;
+	struct rx_peer stranger;
+	struct cmc_path alt;
+	struct ib_cm_id *to;
+	u32 qpn;
+
+	rx_fuzz_target(f, &peer, &to, &qpn);
+	rx_capture = mad;
+	switch (rx_fuzz_below(f, 12)) {
+	case 0:		/* a listener's, the held peer's again, or neither */
+		rx_new_peer(&stranger);
+		rx_send_req(rx_fuzz_below(f, 2) ? peer : &stranger,
+			    rx_fuzz_below(f, 4) ?
+			    f->pas[rx_fuzz_below(f, RX_FUZZ_PASSIVE)].sid :
+			    rx_sid(), 'z', 0, 0);
+		break;
+	case 1:
+		rx_send_mra(peer, to, rx_fuzz_below(f, 4), rx_fuzz_below(f, 32),
+			    'z');
+		break;
+	case 2:
+		rx_send_rej(peer, to, rx_fuzz_below(f, 4),
+			    1 + rx_fuzz_below(f, 40), 'z');
+		break;
+	case 3:
+		rx_send_rep(peer, to, 'z', 0, 0);
+		break;
+	case 4:
+		rx_send_ids(CM_RTU_ATTR_ID, peer, to, 'z');
+		break;
+	case 5:
+		rx_send_dreq(peer, to->local_id, qpn, 'z');
+		break;
+	case 6:
+		rx_send_ids(CM_DREP_ATTR_ID, peer, to, 'z');
+		break;
+	case 7:
+		rx_send_sidr_req(rx_fuzz_u32(f), rx_fuzz_below(f, 2) ?
+				 f->sidr_sid : rx_sid(), 0xffff, 'z');
+		break;
+	case 8:
+		rx_send_sidr_rep(rx_fuzz_below(f, 2) ? rx_asker_rid(&f->sidr) :
+				 rx_fuzz_u32(f), rx_fuzz_below(f, 8),
+				 rx_fuzz_u32(f) & 0xffffff, rx_fuzz_u32(f), 'z');
+		break;
+	case 9:
+		rx_lap_path(&alt);
+		rx_send_lap(peer, to, qpn, &alt, 'z');
+		break;
+	case 10:
+		rx_send_lap_apr(CM_APR_ATTR_ID, peer, to);
+		break;
+	default:	/* an attribute the CM does not define */
+		rx_send_ids(CM_RTU_ATTR_ID, peer, to, 'z');
+		put_unaligned_be16(rx_fuzz_below(f, 2) ? 0x1b + rx_fuzz_below(f, 8) :
+				   rx_fuzz_u32(f), mad + 16);
+		break;
+	}
+	rx_capture = NULL;
+}
+
+/*
+ * Byte offsets of field boundaries in a CM MAD (IBTA vol 1, 12.6): the
+ * MAD header's attribute ID and modifier and TID, the comm ids, REQ's
+ * service ID, CA GUID, QPN and timeouts, transport, P_Key, MTU, retries,
+ * LIDs and GIDs, REJ's and MRA's message and reason bytes and the ARI
+ * length, and the ends of the private data of each message.
+ */
+static const u8 rx_fuzz_offsets[] = {
+	0, 1, 2, 3, 4, 5, 8, 15, 16, 17, 20, 23, 24, 27, 28, 31, 32, 33, 34,
+	35, 36, 39, 40, 47, 48, 56, 59, 60, 63, 64, 67, 68, 71, 72, 74, 75,
+	76, 78, 80, 96, 112, 116, 117, 118, 119, 120, 128, 136, 152, 168,
+	172, 176, 180, 184, 200, 216, 224, 232, 248, 255,
+};
+
+static const u8 rx_fuzz_edges[] = { 0, 1, 0x7f, 0x80, 0xfe, 0xff };
+
+static void rx_fuzz_mutate(struct rx_fuzz *f, u8 *mad)
+{
+	const struct rx_peer *peer;
+	struct ib_cm_id *to;
+	u32 n, off, v, qpn;
+
+	/* one in eight stays well-formed: the state machine's own paths */
+	n = rx_fuzz_below(f, 8) ? 1 + rx_fuzz_below(f, 4) : 0;
+	while (n--) {
+		off = rx_fuzz_offsets[rx_fuzz_below(f, ARRAY_SIZE(rx_fuzz_offsets))];
+		switch (rx_fuzz_below(f, 6)) {
+		case 0:
+			mad[off] = rx_fuzz_edges[rx_fuzz_below(f, ARRAY_SIZE(rx_fuzz_edges))];
+			break;
+		case 1:
+			mad[off] = rx_fuzz_u32(f);
+			break;
+		case 2:		/* a comm id aimed at a live cm_id, or none */
+			rx_fuzz_target(f, &peer, &to, &qpn);
+			switch (rx_fuzz_below(f, 4)) {
+			case 0:
+				v = be32_to_cpu(to->local_id);
+				break;
+			case 1:
+				v = peer->comm_id;
+				break;
+			case 2:
+				v = 0;
+				break;
+			default:
+				v = rx_fuzz_u32(f);
+				break;
+			}
+			put_unaligned_be32(v, mad + 24 + 4 * rx_fuzz_below(f, 2));
+			break;
+		case 3:		/* one bit */
+			mad[rx_fuzz_below(f, RX_MAD_SIZE)] ^= 1 << rx_fuzz_below(f, 8);
+			break;
+		case 4:		/* a run of random bytes from a boundary */
+			for (v = off; v < RX_MAD_SIZE && v < off + 16; v++)
+				mad[v] = rx_fuzz_u32(f);
+			break;
+		default:	/* a random place of the CM data */
+			mad[24 + rx_fuzz_below(f, RX_MAD_SIZE - 24)] = rx_fuzz_u32(f);
+			break;
+		}
+	}
+}
+
+static bool rx_fuzz_refs_back(long refs)
+{
+	unsigned int ms;
+
+	for (ms = 0; ms < RX_FUZZ_DRAIN_MS; ms += 100) {
+		if (rx_dev_refs() == refs)
+			return true;
+		msleep(100);
+	}
+	return false;
+}
+
+/*
+ * Mutated MADs of every kind, aimed at cm_ids held in every state (and
+ * at listeners, SIDR and ids nobody has), through the receive entry the
+ * MAD layer calls.  Afterwards: every held cm_id in a legal state, all
+ * of them torn down, the device's references back where they were, and
+ * a new connection each way.  LAP/APR are taken on this RoCE port for
+ * the run.  The seed (fuzz_seed, printed) repeats a run.
+ */
+static void test_fuzz(void)
+{
+	struct rx_active a = {};
+	struct rx_passive c = {};
+	unsigned long i, rx0, rx1;
+	u8 mad[RX_MAD_SIZE];
+	struct rx_fuzz *f;
+	unsigned int k;
+	long refs;
+	u64 seed;
+
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f) {
+		IBST_FAIL("no memory for the fuzzer");
+		return;
+	}
+	seed = fuzz_seed ?: (get_random_u64() ?: 1);
+	prandom_seed_state(&f->rnd, seed);
+	ibst_diag("fuzz: %lu MADs, seed %llu", fuzz_iterations, seed);
+	rx_quiesce();
+	refs = rx_dev_refs();
+	rx0 = 0;
+	for (k = 0; k < CMC_ATTR_COUNT; k++)
+		rx0 += rx_ctr(CM_CTR_RX, cpu_to_be16(CMC_ATTR_BASE + k));
+	IBST_EXPECT(rx_lap_switch(true));
+	IBST_EXPECT(rx_fuzz_hold(f));
+	if (ibst_case_failed())
+		goto out;
+
+	for (i = 0; i < fuzz_iterations; i++) {
+		memset(mad, 0, sizeof(mad));
+		rx_fuzz_template(f, mad);
+		rx_fuzz_mutate(f, mad);
+		k = get_unaligned_be16(mad + 16) - CMC_ATTR_BASE;
+		f->by_attr[min_t(unsigned int, k, CMC_ATTR_COUNT)]++;
+		IBST_EXPECT_EQ(rx_inject(mad), 0);
+		if (ibst_case_failed())
+			break;
+		if (!(i % RX_FUZZ_FLUSH)) {
+			cm_test_flush();
+			cond_resched();
+		}
+	}
+	rx_quiesce();
+	rx1 = 0;
+	for (k = 0; k < CMC_ATTR_COUNT; k++)
+		rx1 += rx_ctr(CM_CTR_RX, cpu_to_be16(CMC_ATTR_BASE + k));
+	/* the answers that loop back to the CM are counted too */
+	ibst_diag("fuzz: %lu MADs sent (%lu of unknown attributes), %lu received",
+		  i, f->by_attr[CMC_ATTR_COUNT], rx1 - rx0);
+	/* every defined message but the unknown ones reached the CM */
+	IBST_EXPECT(rx1 - rx0 >= i - f->by_attr[CMC_ATTR_COUNT]);
+	for (k = 0; k < RX_FUZZ_PASSIVE; k++)
+		IBST_EXPECT(rx_state(f->pas[k].id) <= IB_CM_SIDR_REQ_RCVD);
+	for (k = 0; k < RX_FUZZ_ACTIVE; k++)
+		IBST_EXPECT(rx_state(f->act[k].id) <= IB_CM_SIDR_REQ_RCVD);
+	IBST_EXPECT(rx_state(f->sidr.id) <= IB_CM_SIDR_REQ_RCVD);
+out:
+	rx_fuzz_release(f);
+	IBST_EXPECT(rx_lap_switch(false));
+	IBST_EXPECT(rx_fuzz_refs_back(refs));
+	IBST_EXPECT_EQ(rx_dev_refs(), refs);
+	/* the CM still connects, both ways */
+	IBST_EXPECT(rx_passive_connect(&c));
+	rx_passive_end(&c);
+	IBST_EXPECT(rx_active_connect(&a, false));
+	rx_active_end(&a);
+	if (ibst_case_failed())
+		ibst_diag("fuzz: repeat with fuzz_seed=%llu", seed);
+	kfree(f);
+}
+
+/* ------------------------------------------------------------------ */
 /* Device                                                              */
 
 /* The first RoCE port that runs a CM, and its IPv4 GID when it has one. */
@@ -2398,6 +2742,7 @@ static const struct ibst_case cm_rx_cases[] = {
 	{ "drop_on_timewait_exit_destroys", test_drop_on_timewait_exit },
 	{ "drop_on_dreq_error_destroys", test_drop_on_dreq_error },
 	{ "shared_listener_race", test_shared_listener_race },
+	{ "receive_path_fuzzed", test_fuzz },
 	{}
 };
 

@@ -45,6 +45,7 @@
 #include <unistd.h>
 #include <infiniband/umad.h>
 
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define MAD_SIZE	256
 #define HDR		24	/* the common MAD header; CM fields follow */
 #define CM_CLASS	0x07
@@ -309,7 +310,7 @@ static void fuzz_template(uint8_t *mad, const struct target *t)
 		ATTR_REQ, ATTR_MRA, ATTR_REJ, ATTR_REP, ATTR_RTU, ATTR_DREQ,
 		ATTR_DREP, ATTR_SIDR_REQ, ATTR_SIDR_REP, ATTR_LAP, 0x1a, 0x20,
 	};
-	uint16_t attr = attrs[fuzz_below(sizeof(attrs) / sizeof(attrs[0]))];
+	uint16_t attr = attrs[fuzz_below(ARRAY_SIZE(attrs))];
 
 	if (attr == ATTR_REQ) {
 		cm_req(mad, t, fuzz_next());
@@ -335,11 +336,11 @@ static void fuzz_mutate(uint8_t *mad)
 	while (n--) {
 		switch (fuzz_below(6)) {
 		case 0:		/* a field boundary, an edge value */
-			off = fuzz_offsets[fuzz_below(sizeof(fuzz_offsets))];
-			put8(mad, off, fuzz_values[fuzz_below(sizeof(fuzz_values))]);
+			off = fuzz_offsets[fuzz_below(ARRAY_SIZE(fuzz_offsets))];
+			put8(mad, off, fuzz_values[fuzz_below(ARRAY_SIZE(fuzz_values))]);
 			break;
 		case 1:		/* a field boundary, any value */
-			off = fuzz_offsets[fuzz_below(sizeof(fuzz_offsets))];
+			off = fuzz_offsets[fuzz_below(ARRAY_SIZE(fuzz_offsets))];
 			put8(mad, off, fuzz_below(256));
 			break;
 		case 2:		/* a comm id: 0, all ones, random */
@@ -348,7 +349,7 @@ static void fuzz_mutate(uint8_t *mad)
 			      fuzz_below(2) ? 0xffffffff : (uint32_t)fuzz_next());
 			break;
 		case 3:		/* the header: class version, method */
-			mad[2 + fuzz_below(2)] = fuzz_values[fuzz_below(sizeof(fuzz_values))];
+			mad[2 + fuzz_below(2)] = fuzz_values[fuzz_below(ARRAY_SIZE(fuzz_values))];
 			break;
 		case 4:		/* one bit anywhere in the CM data */
 			mad[HDR + fuzz_below(MAD_SIZE - HDR)] ^= 1 << fuzz_below(8);
