@@ -118,11 +118,20 @@ static void pvcm_note_break(void)
 	atomic_inc(&pvcm_test_breaks);
 }
 
-/* fail the allocation that brings the countdown from 1 to 0 */
+/*
+ * Fail the allocation that brings the countdown from 1 to 0, and only
+ * that one: a decrement and a separate read would let two concurrent
+ * callers both see 0.
+ */
 static bool pvcm_fault(void)
 {
-	return atomic_add_unless(&pvcm_test_fail_nth, -1, 0) &&
-	       atomic_read(&pvcm_test_fail_nth) == 0;
+	int n = atomic_read(&pvcm_test_fail_nth);
+
+	do {
+		if (n <= 0)
+			return false;
+	} while (!atomic_try_cmpxchg(&pvcm_test_fail_nth, &n, n - 1));
+	return n == 1;
 }
 
 /*
