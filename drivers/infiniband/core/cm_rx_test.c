@@ -2305,6 +2305,8 @@ MODULE_PARM_DESC(fuzz_seed,
 
 /* Injections between two waits for the CM's receive jobs. */
 #define RX_FUZZ_FLUSH	256
+/* A long run says how far it got this often. */
+#define RX_FUZZ_REPORT	100000
 #define RX_FUZZ_PASSIVE	5
 #define RX_FUZZ_ACTIVE	3
 /* How long the fixtures' TimeWait and retries may take to end. */
@@ -2586,6 +2588,8 @@ static void test_fuzz(void)
 			cm_test_flush();
 			cond_resched();
 		}
+		if (i && !(i % RX_FUZZ_REPORT))
+			ibst_diag("fuzz: %lu MADs sent", i);
 	}
 	rx_quiesce();
 	rx1 = 0;
