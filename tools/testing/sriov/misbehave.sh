@@ -67,6 +67,9 @@ vf1)
 		tap_check "cm_mad_abuse --malformed sent its MADs" test $? = 0
 		"$SRIOV_ABUSE" "${args[@]}" --flood "$FLOOD" >> /tmp/abuse.out 2>&1
 		tap_check "cm_mad_abuse --flood $FLOOD sent its REQs" test $? = 0
+		# a CM MAD in two IP fragments, for the PF to drop both
+		"$(dirname "$0")/roce_cm.py" send eth0 "$MY_IP" "$REMOTE_IP" fragments
+		tap_check "a CM MAD sent in two IP fragments" test $? = 0
 		sed -e 's/^/# cm_mad_abuse: /' /tmp/abuse.out
 		cp /tmp/abuse.out "$VM_SHARED/abuse.counts"
 	fi

@@ -56,7 +56,10 @@ for k in dropped cap_hits; do
 done
 d=$(cache_delta slave2 allocated)
 tap_check "VF 2: its connections mapped: $d" test "$d" -ge 2
-for k in drop_malformed drop_fragment drop_bad_icrc drop_demux drop_misrouted \
+d=$(pf_delta drop_fragment)
+tap_check "VF 1's CM MAD in two IP fragments: both dropped, drop_fragment $d" \
+	test "$d" = 2
+for k in drop_malformed drop_bad_icrc drop_demux drop_misrouted \
 	drop_off_path drop_queue drop_nomem drop_stale audit_own_id audit_unknown \
 	audit_wrong; do
 	d=$(pf_delta "$k")

@@ -13,7 +13,9 @@
                                     arrives at a VF names one of its own ids
   roce_cm.py send IFACE SRC DST KIND
                                     send one CM DREQ to DST over IFACE:
-                                    KIND good, bad-icrc or short
+                                    KIND good, bad-icrc, short or
+                                    fragments (two IP fragments, the
+                                    first 16 bytes long)
 
 The ICRC is the one of IBTA vol 1 annex A17.3.3, computed here with zlib.
 """
@@ -152,6 +154,17 @@ def send(iface, src, dst, kind):
         crc ^= 1
     s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, iface.encode())
+    if kind == 'fragments':
+        # two IP fragments, the first too short to show the BTH: what a
+        # VF could use to slip a MAD past a hook that needs the headers
+        body = udp + gsi + struct.pack('<I', crc)
+        ipid = struct.unpack('!H', os.urandom(2))[0] | 1
+        for off, part, more in ((0, body[:16], 0x2000), (2, body[16:], 0)):
+            hdr = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(part), ipid,
+                              more | off, 64, 17, 0, socket.inet_aton(src),
+                              socket.inet_aton(dst))
+            s.sendto(hdr + part, (dst, 0))
+        return
     s.sendto(ip + udp + gsi + struct.pack('<I', crc), (dst, 0))
 
 
