@@ -225,35 +225,45 @@ static int mock_dereg_mr(struct ib_mr *mr, struct ib_udata *udata)
 	return 0;
 }
 
+/*
+ * What ib_core, ib_mad and ib_cm call on a device, grouped by the object
+ * they act on; each object's size entry sits with its verbs.
+ */
 static const struct ib_device_ops mock_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = 1,
 
+	/* device and ports */
 	.query_device = mock_query_device,
 	.query_port = mock_query_port,
 	.modify_port = mock_modify_port,
 	.get_port_immutable = mock_port_immutable,
 	.query_gid = mock_query_gid,
 	.query_pkey = mock_query_pkey,
+
+	/* protection domain and memory */
+	INIT_RDMA_OBJ_SIZE(ib_pd, mock_pd, ibpd),
 	.alloc_pd = mock_alloc_pd,
 	.dealloc_pd = mock_dealloc_pd,
+	.get_dma_mr = mock_get_dma_mr,
+	.reg_user_mr = mock_reg_user_mr,
+	.dereg_mr = mock_dereg_mr,
+
+	/* completion queues */
+	INIT_RDMA_OBJ_SIZE(ib_cq, mock_cq, ibcq),
 	.create_cq = mock_create_cq,
 	.destroy_cq = mock_destroy_cq,
 	.poll_cq = mock_poll_cq,
 	.req_notify_cq = mock_req_notify_cq,
+
+	/* queue pairs: the MAD layer's QP0/QP1 */
+	INIT_RDMA_OBJ_SIZE(ib_qp, mock_qp, ibqp),
 	.create_qp = mock_create_qp,
 	.modify_qp = mock_modify_qp,
 	.destroy_qp = mock_destroy_qp,
 	.post_send = mock_post_send,
 	.post_recv = mock_post_recv,
-	.get_dma_mr = mock_get_dma_mr,
-	.reg_user_mr = mock_reg_user_mr,
-	.dereg_mr = mock_dereg_mr,
-
-	INIT_RDMA_OBJ_SIZE(ib_pd, mock_pd, ibpd),
-	INIT_RDMA_OBJ_SIZE(ib_cq, mock_cq, ibcq),
-	INIT_RDMA_OBJ_SIZE(ib_qp, mock_qp, ibqp),
 };
 
 static u64 mock_guid = 0x0002c90300c0de00ULL;
