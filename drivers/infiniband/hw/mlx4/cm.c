@@ -125,13 +125,7 @@ static void pvcm_note_break(void)
  */
 static bool pvcm_fault(void)
 {
-	int n = atomic_read(&pvcm_test_fail_nth);
-
-	do {
-		if (n <= 0)
-			return false;
-	} while (!atomic_try_cmpxchg(&pvcm_test_fail_nth, &n, n - 1));
-	return n == 1;
+	return atomic_dec_if_positive(&pvcm_test_fail_nth) == 0;
 }
 
 /*
