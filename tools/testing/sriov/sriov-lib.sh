@@ -65,11 +65,6 @@ wait_pf_watching() {
 	return 1
 }
 
-# cm_listening PORT: an RDMA CM id of this guest listens on PORT.
-cm_listening() {
-	rdma resource show cm_id 2> /dev/null | grep -q "state LISTEN .*:$1 "
-}
-
 # rping_serve NAME PORT COUNT: an rping server on MY_IP:PORT in the
 # background (its PID in RPING_PID, output in /tmp/NAME.out); tells the
 # others "NAME-up".

@@ -38,7 +38,7 @@ connected() {
 }
 
 pings() {
-	grep -c '^ping data: rdma-ping-' /tmp/hold.out
+	rping_pings /tmp/hold.out
 }
 
 msgs_of() {
@@ -90,7 +90,10 @@ remote)
 	echo "# ucmatose server for vf2: exit status $rc"
 	[ "$rc" = 0 ] || tail -n 8 /tmp/ucma-vf2.out | sed -e 's/^/# server vf2: /'
 	tap_check "ucmatose server for vf2 exit 0" test "$rc" = 0
+	# its client is stopped by vf2; the server may not notice at once
+	vm_wait vf2-hold-stopped 120 || echo "# vf2 never stopped its rping"
 	# shellcheck disable=SC2154
+	kill "$h2" 2> /dev/null
 	wait "$h2"
 	echo "# held rping server for vf2: exit status $?"
 	# VF 1's servers wait for a peer that is gone: closing their
@@ -125,6 +128,7 @@ vf2)
 	# shellcheck disable=SC2154
 	kill "$hold" 2> /dev/null
 	wait "$hold"
+	vm_signal vf2-hold-stopped
 	# shellcheck disable=SC2154
 	wait "$ucma"
 	rc=$?

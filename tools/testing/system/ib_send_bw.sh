@@ -15,16 +15,12 @@ ARGS=(-d rxe0 -R -n "$ITERS" -s 4096 -p "$PORT")
 rxe_up || exit 1
 
 # The server's rdma_cm ID listens on the port.
-listening() {
-	rdma resource show cm_id 2> /dev/null | grep -q "state LISTEN .*:$PORT "
-}
-
 ib_send_bw "${ARGS[@]}" > /tmp/send_bw-server.out 2>&1 &
 server=$!
 # A client that comes before the listener is rejected, and perftest's
 # client has been seen to crash on that (SIGSEGV in librdmacm) on a busy
 # host: start it only once the server listens.
-if ! wait_until 60 listening; then
+if ! wait_until 60 cm_listening "$PORT"; then
 	echo "# the server does not listen on port $PORT after 60 s"
 fi
 

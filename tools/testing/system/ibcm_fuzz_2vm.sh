@@ -37,14 +37,6 @@ rx_total() {
 	echo "$n"
 }
 
-listening() {
-	rdma resource show cm_id 2> /dev/null | grep -q "state LISTEN .*:$PORT "
-}
-
-pings() {
-	grep -c '^ping data: rdma-ping-' "$1"
-}
-
 vm_barrier ibcm-fuzz-rxe 90 || { echo "# peer never got ready"; exit 1; }
 
 if [ "$VM_INDEX" = 0 ]; then
@@ -52,13 +44,13 @@ if [ "$VM_INDEX" = 0 ]; then
 	# during: until the client stops; after: COUNT pings
 	rping -s -a "$MY_IP" -p "$PORT" -v > /tmp/fuzz-rping-during.out 2>&1 &
 	server=$!
-	wait_until 20 listening
+	wait_until 20 cm_listening "$PORT"
 	vm_signal fuzz-server-during
 	vm_wait fuzz-done 600
 	run_with_timeout 60 tail --pid="$server" -f /dev/null
 	kill "$server" 2> /dev/null
 	wait "$server"
-	echo "# server during the fuzzing: exit status $?, $(pings /tmp/fuzz-rping-during.out) pings"
+	echo "# server during the fuzzing: exit status $?, $(rping_pings /tmp/fuzz-rping-during.out) pings"
 	# a MAD whose class version or method the fuzzer changed, or of an
 	# unknown attribute, is not counted: about half are
 	rx1=$(rx_total)
@@ -68,7 +60,7 @@ if [ "$VM_INDEX" = 0 ]; then
 
 	rping -s -a "$MY_IP" -p "$PORT" -C "$COUNT" -v > /tmp/fuzz-rping-after.out 2>&1 &
 	server=$!
-	wait_until 20 listening
+	wait_until 20 cm_listening "$PORT"
 	vm_signal fuzz-server-after
 	run_with_timeout 300 tail --pid="$server" -f /dev/null
 	kill "$server" 2> /dev/null
@@ -91,7 +83,7 @@ fi
 
 # pinging N: the held rping runs and has made N pings
 pinging() {
-	kill -0 "$client" 2> /dev/null && [ "$(pings /tmp/fuzz-rping-during.out)" -ge "$1" ]
+	kill -0 "$client" 2> /dev/null && [ "$(rping_pings /tmp/fuzz-rping-during.out)" -ge "$1" ]
 }
 
 modprobe ib_umad || echo "# modprobe ib_umad failed"
@@ -109,9 +101,9 @@ tap_check "rping connected before the fuzzing" pinging 10
 frc=$?
 sed -e 's/^/# cm_mad_abuse: /' /tmp/fuzz.out
 tap_check "cm_mad_abuse --fuzz $MADS sent its MADs" test "$frc" = 0
-n0=$(pings /tmp/fuzz-rping-during.out)
+n0=$(rping_pings /tmp/fuzz-rping-during.out)
 wait_until 60 pinging $((n0 + 20))
-tap_check "the rping went on after the fuzzing: $n0 -> $(pings /tmp/fuzz-rping-during.out) pings" \
+tap_check "the rping went on after the fuzzing: $n0 -> $(rping_pings /tmp/fuzz-rping-during.out) pings" \
 	pinging $((n0 + 20))
 kill "$client" 2> /dev/null
 wait "$client"
@@ -121,7 +113,7 @@ vm_wait fuzz-server-after 60 || { echo "# server never started again"; exit 1; }
 connect_retry 15 /tmp/fuzz-rping-after.out run_with_timeout 120 \
 	rping -c -a "$PEER_IP" -p "$PORT" -C "$COUNT" -v
 crc=$?
-pings=$(pings /tmp/fuzz-rping-after.out)
+pings=$(rping_pings /tmp/fuzz-rping-after.out)
 tap_check "rping after the fuzzing: $pings of $COUNT pings, exit 0" \
 	test "$crc" = 0 -a "$pings" = "$COUNT"
 vm_signal fuzz-client-done

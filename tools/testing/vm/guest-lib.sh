@@ -167,6 +167,16 @@ roce_v2_gid() {
 	roce_v2_gid_index "$1" "$2" > /dev/null
 }
 
+# cm_listening PORT: an RDMA CM id of this guest listens on PORT.
+cm_listening() {
+	rdma resource show cm_id 2> /dev/null | grep -q "state LISTEN .*:$1 "
+}
+
+# rping_pings FILE: the pings an "rping -v" has printed into FILE.
+rping_pings() {
+	grep -c '^ping data: rdma-ping-' "$1" 2> /dev/null
+}
+
 # nic_by_mac MAC: the name of the NIC with that address.
 nic_by_mac() {
 	local dev
