@@ -190,7 +190,16 @@ static unsigned int pf_nr_vfs;
 static char pf_names[PF_MAX_VFS + 1][IFNAMSIZ];
 static int pf_ifindex[PF_MAX_VFS + 1];	/* 0: not present */
 static bool pf_cleaned[PF_MAX_VFS];	/* under RTNL */
-static atomic_t pf_clean_gen[PF_MAX_VFS];	/* cleans asked per slave */
+/*
+ * A VF's clean against the MADs it sent: pf_clean_lock orders each clean
+ * (pf_clean_gen[] bumped, the cache told) against each stolen packet's
+ * check, mapping and audit, so that no MAD of the VF's old instance is
+ * mapped after the clean.  pf_clean_gen[] is written under it; the hook
+ * reads it without, to stamp a packet (either count is right for a
+ * packet that raced the clean).
+ */
+static DEFINE_MUTEX(pf_clean_lock);
+static int pf_clean_gen[PF_MAX_VFS];	/* cleans asked per slave */
 static bool pf_stopping;		/* under RTNL */
 static struct workqueue_struct *pf_wq;
 static struct dentry *pf_debugfs;
@@ -313,23 +322,22 @@ static bool pf_local_id(const struct ib_mad *mad, u32 *id)
  * cache holds for this VF's own local comm id, never the VF's id itself;
  * or 0, in a VF's REJ of a REQ it holds no mapping for (mlx4-pvcm.rst).
  * Id 0 names no connection, so it is counted apart, whatever the VF sent.
- * The entry cannot be gone yet, a released one stays in TimeWait, unless
- * the VF was cleaned since its MAD was queued (@gen is the VF's clean
- * count then): then the MAD is not audited.
+ * The entry cannot be gone yet: a released one stays in TimeWait, and no
+ * clean of the VF runs between the mapping and the audit (pf_clean_lock).
+ * Only an entry whose TimeWait ends in that window could be reaped, 30 s
+ * after its last use.
  */
-static void pf_audit(int from, int gen, const struct ib_mad *own,
+static void pf_audit(int from, const struct ib_mad *own,
 		     const struct ib_mad *wire)
 {
 	u32 own_id, id, sl_cm_id;
 	int slave, ret;
 
+	lockdep_assert_held(&pf_clean_lock);
 	if (!pf_local_id(own, &own_id) || !pf_local_id(wire, &id))
 		return;
 	ret = id && id != own_id ?
 		mlx4_ib_pvcm_lookup(pf_dev, id, &slave, &sl_cm_id) : 0;
-	smp_rmb();	/* the lookup saw the clean's epoch: see its count */
-	if (ret && atomic_read(&pf_clean_gen[from - 1]) != gen)
-		return;
 	pf_count(PF_AUDITED);
 	if (!id)
 		pf_count(PF_AUDIT_NO_ID);
@@ -347,12 +355,13 @@ static bool pf_handle(struct pf_pkt *p, struct ib_mad *mad)
 	struct ib_device *ibdev = &pf_dev->ib_dev;
 	int slave, ret;
 
+	lockdep_assert_held(&pf_clean_lock);
 	/*
 	 * A VF's MAD from before its interface went down belongs to the
 	 * instance the clean was for; the real master loses it with the
 	 * VF's tunnel QP.
 	 */
-	if (p->from > 0 && atomic_read(&pf_clean_gen[p->from - 1]) != p->gen) {
+	if (p->from > 0 && pf_clean_gen[p->from - 1] != p->gen) {
 		pf_count(PF_DROP_STALE);
 		return false;
 	}
@@ -442,7 +451,7 @@ static bool pf_process(struct pf_pkt *p)
 		pf_fix_udp_csum(skb, iph, uh);
 	}
 	if (p->from > 0 && p->to < 0)
-		pf_audit(p->from, p->gen, &own, (struct ib_mad *)wire);
+		pf_audit(p->from, &own, (struct ib_mad *)wire);
 	return true;
 
 malformed:
@@ -465,6 +474,7 @@ static void pf_work_fn(struct work_struct *work)
 {
 	struct pf_pkt *p, *next;
 	LIST_HEAD(list);
+	bool ok;
 
 	spin_lock_bh(&pf_queue_lock);
 	list_splice_init(&pf_queue, &list);
@@ -472,7 +482,10 @@ static void pf_work_fn(struct work_struct *work)
 	spin_unlock_bh(&pf_queue_lock);
 
 	list_for_each_entry_safe(p, next, &list, link) {
-		if (pf_process(p)) {
+		mutex_lock(&pf_clean_lock);
+		ok = pf_process(p);
+		mutex_unlock(&pf_clean_lock);
+		if (ok) {
 			pf_count(PF_SENT);
 			pf_output(p->skb);
 		} else {
@@ -506,7 +519,7 @@ static unsigned int pf_queue_pkt(struct sk_buff *skb,
 	p->from = from;
 	p->to = to;
 	/* the clean's count first, then what the VF sent after it */
-	p->gen = from > 0 ? atomic_read(&pf_clean_gen[from - 1]) : 0;
+	p->gen = from > 0 ? READ_ONCE(pf_clean_gen[from - 1]) : 0;
 	netdev_hold(p->in, &p->in_tracker, GFP_ATOMIC);
 
 	spin_lock_bh(&pf_queue_lock);
@@ -604,10 +617,11 @@ static void pf_vf_gone(int i)
 		return;
 	pf_cleaned[i] = true;
 	pf_count(PF_VF_CLEANS);
-	atomic_inc(&pf_clean_gen[i]);
-	smp_mb__after_atomic();	/* before the clean's epoch: see pf_audit() */
 	pr_info("%s down: cleaning slave %d\n", pf_names[i], i + 1);
+	mutex_lock(&pf_clean_lock);
+	WRITE_ONCE(pf_clean_gen[i], pf_clean_gen[i] + 1);
 	mlx4_ib_cm_paravirt_clean(pf_dev, i + 1);
+	mutex_unlock(&pf_clean_lock);
 }
 
 static int pf_netdev_event(struct notifier_block *nb, unsigned long event,
