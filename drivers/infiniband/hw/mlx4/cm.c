@@ -1835,14 +1835,15 @@ int mlx4_ib_demux_cm_handler_to_slave(struct ib_device *ibdev, int port,
  * mlx4_ib_pvcm_lookup() - the VF connection a pv_cm_id stands for
  * @dev: the master's device
  * @pv_cm_id: a local comm id the multiplexer put into a MAD
- * @slave: set to the VF the id belongs to
- * @sl_cm_id: set to that VF's own comm id
+ * @slave: set to the VF the id belongs to, on success only
+ * @sl_cm_id: set to that VF's own comm id, on success only
  *
  * For diagnostics: changes no state and takes no reference, so the
  * answer may be out of date as soon as it is returned.  An entry in
  * TimeWait is found, one of a VF that was cleaned since is not.
  *
- * Context: any context.
+ * Context: any context, but never concurrently with
+ * mlx4_ib_cm_paravirt_destroy().
  * Return: 0, -ENODEV if the cache is not set up, -ENOENT if it holds no
  * entry for @pv_cm_id.
  */
@@ -2113,7 +2114,12 @@ void mlx4_ib_cm_paravirt_clean(struct mlx4_ib_dev *dev, int slave)
  *
  * Frees every entry and route at once and destroys the cache; the handlers
  * drop MADs afterwards.  Called when the device goes away, after mlx4 core
- * stopped delivering events.  Does nothing if the cache is not set up.
+ * stopped delivering events and the tunnel QPs that feed the handlers are
+ * gone: no handler, mlx4_ib_pvcm_lookup(), mlx4_ib_pvcm_get_stats() or
+ * mlx4_ib_cm_paravirt_clean() call may still be running or start while
+ * this runs.  The cache's ready flag only turns away the calls made
+ * before it was set up or after it was destroyed.  Does nothing if the
+ * cache is not set up.
  *
  * Context: process context, may sleep.
  */

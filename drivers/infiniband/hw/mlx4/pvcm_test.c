@@ -1142,9 +1142,14 @@ static void t_lookup(void)
 	IBST_EXPECT_EQ(slave, b);
 	IBST_EXPECT_EQ(sl, 0xc00);
 	/* no index has bit 30 set this early, none is id 0's */
+	slave = -1;
+	sl = 0;
 	IBST_EXPECT_EQ(mlx4_ib_pvcm_lookup(t_dev, pva ^ BIT(30), &slave, &sl),
 		       -ENOENT);
 	IBST_EXPECT_EQ(mlx4_ib_pvcm_lookup(t_dev, 0, &slave, &sl), -ENOENT);
+	/* a miss leaves the answer alone */
+	IBST_EXPECT_EQ(slave, -1);
+	IBST_EXPECT_EQ(sl, 0);
 
 	t_out(a, CM_DREQ_ATTR_ID, 0xc00, 0, &err);
 	IBST_EXPECT(t_wait_state(pva, PVCM_TIMEWAIT));
@@ -1153,10 +1158,13 @@ static void t_lookup(void)
 	IBST_EXPECT_EQ(slave, a);
 
 	mlx4_ib_cm_paravirt_clean(t_dev, a);
+	slave = -1;
 	IBST_EXPECT_EQ(mlx4_ib_pvcm_lookup(t_dev, pva, &slave, &sl), -ENOENT);
 	flush_work(&t_pv->clean_work);
 	IBST_EXPECT_EQ(mlx4_ib_pvcm_lookup(t_dev, pva, &slave, &sl), -ENOENT);
+	IBST_EXPECT_EQ(slave, -1);
 	IBST_EXPECT_EQ(mlx4_ib_pvcm_lookup(t_dev, pvb, &slave, &sl), 0);
+	IBST_EXPECT_EQ(slave, b);
 	mlx4_ib_cm_paravirt_clean(t_dev, b);
 	t_settle();
 }
