@@ -2526,6 +2526,50 @@ static void rx_fuzz_mutate(struct rx_fuzz *f, u8 *mad)
 	}
 }
 
+/*
+ * The states each end of a connection can be in.  No MAD moves a cm_id to
+ * a state of the other end (an active id to REQ_RCVD, say), nor a SIDR
+ * asker out of SIDR.
+ */
+#define RX_CONN_STATES	(BIT(IB_CM_IDLE) | BIT(IB_CM_ESTABLISHED) |	\
+			 BIT(IB_CM_DREQ_SENT) | BIT(IB_CM_DREQ_RCVD) |	\
+			 BIT(IB_CM_TIMEWAIT))
+#define RX_PASSIVE_STATES (RX_CONN_STATES | BIT(IB_CM_REQ_RCVD) |	\
+			   BIT(IB_CM_MRA_REQ_SENT) | BIT(IB_CM_REP_SENT) |	\
+			   BIT(IB_CM_MRA_REP_RCVD))
+#define RX_ACTIVE_STATES (RX_CONN_STATES | BIT(IB_CM_REQ_SENT) |	\
+			  BIT(IB_CM_MRA_REQ_RCVD) | BIT(IB_CM_REP_RCVD) |	\
+			  BIT(IB_CM_MRA_REP_SENT))
+#define RX_SIDR_STATES	(BIT(IB_CM_IDLE) | BIT(IB_CM_SIDR_REQ_SENT))
+
+static void rx_expect_state_in(struct ib_cm_id *id, unsigned long states,
+			       const char *who, unsigned int k)
+{
+	enum ib_cm_state st = rx_state(id);
+
+	if (!(BIT(st) & states))
+		IBST_FAIL("fuzz: %s %u is in state %d, not one of %#lx",
+			  who, k, st, states);
+}
+
+/* the cm_ids that hold a local comm id (TimeWait included) */
+static unsigned long rx_id_count(void)
+{
+	return cm_test_id_count();
+}
+
+static bool rx_fuzz_ids_back(unsigned long ids)
+{
+	unsigned int ms;
+
+	for (ms = 0; ms < RX_FUZZ_DRAIN_MS; ms += 100) {
+		if (rx_id_count() == ids)
+			return true;
+		msleep(100);
+	}
+	return false;
+}
+
 static bool rx_fuzz_refs_back(long refs)
 {
 	unsigned int ms;
@@ -2553,6 +2597,7 @@ static void test_fuzz(void)
 	unsigned long i, rx0, rx1;
 	u8 mad[RX_MAD_SIZE];
 	struct rx_fuzz *f;
+	unsigned long ids;
 	unsigned int k;
 	long refs;
 	u64 seed;
@@ -2567,6 +2612,7 @@ static void test_fuzz(void)
 	ibst_diag("fuzz: %lu MADs, seed %llu", fuzz_iterations, seed);
 	rx_quiesce();
 	refs = rx_dev_refs();
+	ids = rx_id_count();
 	rx0 = 0;
 	for (k = 0; k < CMC_ATTR_COUNT; k++)
 		rx0 += rx_ctr(CM_CTR_RX, cpu_to_be16(CMC_ATTR_BASE + k));
@@ -2601,15 +2647,19 @@ static void test_fuzz(void)
 	/* every defined message but the unknown ones reached the CM */
 	IBST_EXPECT(rx1 - rx0 >= i - f->by_attr[CMC_ATTR_COUNT]);
 	for (k = 0; k < RX_FUZZ_PASSIVE; k++)
-		IBST_EXPECT(rx_state(f->pas[k].id) <= IB_CM_SIDR_REQ_RCVD);
+		rx_expect_state_in(f->pas[k].id, RX_PASSIVE_STATES, "passive", k);
 	for (k = 0; k < RX_FUZZ_ACTIVE; k++)
-		IBST_EXPECT(rx_state(f->act[k].id) <= IB_CM_SIDR_REQ_RCVD);
-	IBST_EXPECT(rx_state(f->sidr.id) <= IB_CM_SIDR_REQ_RCVD);
+		rx_expect_state_in(f->act[k].id, RX_ACTIVE_STATES, "active", k);
+	rx_expect_state_in(f->sidr.id, RX_SIDR_STATES, "SIDR asker", 0);
+	rx_expect_state_in(f->sidr_listen, BIT(IB_CM_LISTEN), "listener", 0);
 out:
 	rx_fuzz_release(f);
 	IBST_EXPECT(rx_lap_switch(false));
 	IBST_EXPECT(rx_fuzz_refs_back(refs));
 	IBST_EXPECT_EQ(rx_dev_refs(), refs);
+	/* no cm_id the fuzzer made the CM create outlives its TimeWait */
+	IBST_EXPECT(rx_fuzz_ids_back(ids));
+	IBST_EXPECT_EQ(rx_id_count(), ids);
 	/* the CM still connects, both ways */
 	IBST_EXPECT(rx_passive_connect(&c));
 	rx_passive_end(&c);

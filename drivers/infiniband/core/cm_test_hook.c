@@ -307,3 +307,21 @@ long cm_test_dev_refs(struct ib_device *ibdev, u32 port_num)
 	return refs;
 }
 EXPORT_SYMBOL_NS_GPL(cm_test_dev_refs, IB_CM_TEST);
+
+/**
+ * cm_test_id_count() - How many cm_ids hold a local communication ID.
+ *
+ * Every cm_id from creation until it leaves TimeWait, on every device.
+ *
+ * Return: the count.
+ */
+unsigned long cm_test_id_count(void)
+{
+	unsigned long index, n = 0;
+	void *entry;
+
+	xa_for_each(&cmg.ids, index, entry)
+		n++;
+	return n;
+}
+EXPORT_SYMBOL_NS_GPL(cm_test_id_count, IB_CM_TEST);

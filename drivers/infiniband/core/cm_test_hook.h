@@ -18,6 +18,7 @@ long cm_test_counter(struct ib_device *ibdev, u32 port_num,
 void cm_test_flush(void);
 int cm_test_lap_on_roce(struct ib_device *ibdev, u32 port_num, bool on);
 long cm_test_dev_refs(struct ib_device *ibdev, u32 port_num);
+unsigned long cm_test_id_count(void);
 void cm_fault_arm(int nth);
 int cm_fault_disarm(void);
 
