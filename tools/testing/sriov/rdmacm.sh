@@ -49,7 +49,12 @@ client() {
 	connect_retry 10 "/tmp/$name.out" run_with_timeout 150 "$@"
 	rc=$?
 	echo "# $name: exit status $rc"
-	tail -n 4 "/tmp/$name.out" | sed -e "s/^/# $name: /"
+	# on failure all of it: stderr's lines come before stdout's buffer
+	if [ "$rc" = 0 ]; then
+		tail -n 4 "/tmp/$name.out"
+	else
+		tail -n 40 "/tmp/$name.out"
+	fi | sed -e "s/^/# $name: /"
 	tap_check "$name exit 0" test "$rc" = 0
 }
 
