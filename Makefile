@@ -13,15 +13,25 @@
 
 TOP := $(CURDIR)
 
-# The kernel to build for: the running kernel's build directory when it
-# has one, else the newest installed Debian linux-headers.
-KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
-	$(shell ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V | tail -n 1))
+# The kernel to build for.  KVER=<release> picks an installed one (its
+# /lib/modules/<release>/build or /usr/src/linux-headers-<release>), KDIR
+# any build directory.  By default the newest Debian 6.1 headers, else the
+# newest 6.12 ones: installing the second track changes nothing.
+newest_headers = $(lastword $(shell ls -d /usr/src/linux-headers-$(1).*-amd64 \
+	2>/dev/null | sort -V))
+ifneq ($(KVER),)
+KDIR ?= $(firstword $(wildcard /lib/modules/$(KVER)/build \
+	/usr/src/linux-headers-$(KVER)) /nonexistent/linux-headers-$(KVER))
+else
+KDIR ?= $(firstword $(call newest_headers,6.1) $(call newest_headers,6.12))
+endif
 KREL := $(shell sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' \
 	$(KDIR)/include/generated/utsrelease.h 2>/dev/null)
+# The kernel series (6.1, 6.12): mlx4_ib comes from its linux-source.
+KSERIES := $(shell echo '$(KREL)' | sed -n 's/^\([0-9]*\.[0-9]*\).*/\1/p')
 
-SRC_TARBALL ?= $(firstword $(wildcard /usr/src/linux-source-6.1.tar.*))
-SRC := $(TOP)/build/src/linux-source-6.1
+SRC_TARBALL ?= $(firstword $(wildcard /usr/src/linux-source-$(KSERIES).tar.*))
+SRC := $(TOP)/build/src/linux-source-$(KSERIES)
 BUILD ?= $(TOP)/build/$(KREL)
 TREE = $(BUILD)/tree
 # The emulated SR-IOV master module (tools/testing/sriov), TEST=1 only,
@@ -49,7 +59,8 @@ build_dirs = $(foreach d,$(MODDIRS),$(if $(or $(findstring distro:,$(d)),\
 all: modules
 
 help:
-	@echo 'make [KDIR=...]   build the modules into build/<krel>/tree'
+	@echo 'make [KVER=...]   build the modules into build/<krel>/tree (default: the'
+	@echo '                  newest 6.1 headers; KVER=<release> or KDIR=<dir> for another)'
 	@echo 'make deps         install the Debian packages the project needs'
 	@echo 'make check        build, static gates and VM tests; ends "N passed, N failed"'
 	@echo 'make gates        static gates only (checkpatch, sparse, W=1, kernel-doc, coccicheck)'
@@ -69,7 +80,7 @@ help:
 	@echo 'make sriov        rping/ib_send_bw from two VF guests through an emulated PF guest'
 	@echo '                  (SRIOV_ARGS: more tools/testing/sriov/run options)'
 	@echo 'make clean        remove build/<krel>; distclean removes build/'
-	@echo "KDIR=$(KDIR) KREL=$(KREL)"
+	@echo "KDIR=$(KDIR) KREL=$(KREL) KSERIES=$(KSERIES)"
 
 # NODEPS=1 (DKMS on a production host) never runs apt-get: the package's
 # Depends: bring what the build needs.
@@ -81,7 +92,8 @@ endif
 # The distro source, extracted once per clone (about 15 s).
 source: $(SRC)/.extracted
 $(SRC)/.extracted: | deps
-	@test -n "$(SRC_TARBALL)" || { echo 'linux-source-6.1 not installed (make deps)'; exit 1; }
+	@test -n "$(KSERIES)" || { echo "no kernel build directory (KDIR=$(KDIR)): make deps, or KVER=<release>"; exit 1; }
+	@test -n "$(SRC_TARBALL)" || { echo 'linux-source-$(KSERIES) not installed (make deps)'; exit 1; }
 	@echo "  EXTRACT $(SRC_TARBALL)"
 	@rm -rf $(SRC) && mkdir -p $(dir $(SRC))
 	@tar -xf $(SRC_TARBALL) -C $(dir $(SRC))
@@ -89,10 +101,12 @@ $(SRC)/.extracted: | deps
 
 modules: source
 	@test -n "$(KREL)" || { echo "no kernel build directory (KDIR=$(KDIR)); make deps"; exit 1; }
+	@echo "  KERNEL  $(KREL) ($(KDIR)$(if $(KVER),,; KVER=<release> for another))"
 	@$(TOP)/tools/build/assemble.sh $(SRC) $(TREE) $(build_dirs)
 	@set -e; for d in $(build_dirs:distro:%=%); do \
 		$(MAKE) -C $(KDIR) M=$(TREE)/$$d $(TEST_CONFIG) $(KBUILD_FLAGS) modules; \
 	done
+	@$(TOP)/tools/build/check-exports $(KDIR) $(TREE)
 ifeq ($(TEST)$(HAVE_NETFILTER),1)
 	@echo "not building mlx4_ib_pvcm_pf: $(KDIR) has no CONFIG_NETFILTER"
 endif

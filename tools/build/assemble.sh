@@ -5,7 +5,7 @@
 #
 #   assemble.sh SRC TREE [distro:]DIR...
 #
-# SRC   extracted Debian linux-source-6.1 tree (read only)
+# SRC   extracted Debian linux-source-<series> tree (read only), 6.1 or 6.12
 # TREE  build tree root (build/<krel>/tree)
 # DIR   module directory relative to the kernel root; "distro:DIR" takes
 #       the distro's sources of DIR as the base (mlx4: we own cm.c, the
@@ -13,13 +13,17 @@
 #
 # The project's own *.c, *.h and Kbuild are laid over the base, then
 # DIR/patches/*.patch are applied in name order with patch -p1 from the
-# tree root.  Files are only rewritten when their content changed, so
+# tree root; DIR/patches/<series>/NAME.patch, where there is one, is
+# applied instead of NAME.patch (code that differs between the series).  Files are only rewritten when their content changed, so
 # kbuild's incremental builds keep working; the source tree is never
 # written to.
 set -euo pipefail
 
 src=$1 tree=$2
 shift 2
+# the kernel series of SRC (build/src/linux-source-6.1: 6.1)
+series=$(basename "$src")
+series=${series#linux-source-}
 top=$(cd "$(dirname "$0")/../.." && pwd)
 
 for arg in "$@"; do
@@ -41,6 +45,9 @@ for arg in "$@"; do
 	[ -f "$top/$dir/Kbuild" ] && rm -f "$stage/$dir/Makefile"
 	for p in "$top/$dir"/patches/*.patch; do
 		[ -f "$p" ] || continue
+		# the kernel series' own version of a patch, if it has one
+		alt=$top/$dir/patches/$series/$(basename "$p")
+		[ -f "$alt" ] && p=$alt
 		if ! patch -p1 -s -N --no-backup-if-mismatch -d "$stage" <"$p"; then
 			echo "assemble: $p does not apply" >&2
 			exit 1

@@ -238,12 +238,14 @@ static bool pf_is_wire(const struct net_device *dev)
 int mlx4_ib_find_real_gid(struct ib_device *ibdev, u32 port, __be64 guid)
 {
 	u64 id = be64_to_cpu(guid);
+	struct flowi4 fl4 = {};
 	struct rtable *rt;
 	int slave;
 
 	if (port != PF_PORT || id >> 32 != 0xffff)
 		return -1;
-	rt = ip_route_output(pf_net, cpu_to_be32(lower_32_bits(id)), 0, 0, 0);
+	fl4.daddr = cpu_to_be32(lower_32_bits(id));
+	rt = ip_route_output_key(pf_net, &fl4);
 	if (IS_ERR(rt))
 		return -1;
 	slave = pf_slave_of(rt->dst.dev);
