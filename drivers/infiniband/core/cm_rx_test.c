@@ -2553,29 +2553,18 @@ static void rx_expect_state_in(struct ib_cm_id *id, unsigned long states,
 }
 
 /* the cm_ids that hold a local comm id (TimeWait included) */
-static unsigned long rx_id_count(void)
+static long rx_id_count(void)
 {
 	return cm_test_id_count();
 }
 
-static bool rx_fuzz_ids_back(unsigned long ids)
+/* Wait until @count() is @want again; true when it is. */
+static bool rx_fuzz_back(long (*count)(void), long want)
 {
 	unsigned int ms;
 
 	for (ms = 0; ms < RX_FUZZ_DRAIN_MS; ms += 100) {
-		if (rx_id_count() == ids)
-			return true;
-		msleep(100);
-	}
-	return false;
-}
-
-static bool rx_fuzz_refs_back(long refs)
-{
-	unsigned int ms;
-
-	for (ms = 0; ms < RX_FUZZ_DRAIN_MS; ms += 100) {
-		if (rx_dev_refs() == refs)
+		if (count() == want)
 			return true;
 		msleep(100);
 	}
@@ -2597,9 +2586,8 @@ static void test_fuzz(void)
 	unsigned long i, rx0, rx1;
 	u8 mad[RX_MAD_SIZE];
 	struct rx_fuzz *f;
-	unsigned long ids;
 	unsigned int k;
-	long refs;
+	long refs, ids;
 	u64 seed;
 
 	f = kzalloc(sizeof(*f), GFP_KERNEL);
@@ -2655,10 +2643,10 @@ static void test_fuzz(void)
 out:
 	rx_fuzz_release(f);
 	IBST_EXPECT(rx_lap_switch(false));
-	IBST_EXPECT(rx_fuzz_refs_back(refs));
+	IBST_EXPECT(rx_fuzz_back(rx_dev_refs, refs));
 	IBST_EXPECT_EQ(rx_dev_refs(), refs);
 	/* no cm_id the fuzzer made the CM create outlives its TimeWait */
-	IBST_EXPECT(rx_fuzz_ids_back(ids));
+	IBST_EXPECT(rx_fuzz_back(rx_id_count, ids));
 	IBST_EXPECT_EQ(rx_id_count(), ids);
 	/* the CM still connects, both ways */
 	IBST_EXPECT(rx_passive_connect(&c));
