@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Build driver for the project's out-of-tree RDMA modules: our ib_cm.ko and
-# an mlx4_ib.ko assembled from the installed Debian linux-source-6.1 with
-# our PV-CM cache (drivers/infiniband/hw/mlx4/cm.c) and small patches.
+# an mlx4_ib.ko assembled from the installed Debian linux-source of the
+# kernel's series (6.1 or 6.12) with our PV-CM cache
+# (drivers/infiniband/hw/mlx4/cm.c) and small patches.
 #
 #   make              build the modules for KDIR into build/<kernel-release>/
 #   make check        everything: build, static gates, VM tests (TAP, one
@@ -66,7 +67,8 @@ help:
 	@echo 'make gates        static gates only (checkpatch, sparse, W=1, kernel-doc, coccicheck)'
 	@echo 'make vm-test      VM tests only'
 	@echo 'make main         the main job: build, boot a VM, run rping/ib_send_bw, report'
-	@echo 'make patches      the kernel-style patch series, in build/patches'
+	@echo 'make patches      the kernel-style patch series, one per installed'
+	@echo '                  linux-source (6.1, 6.12), in build/patches/<series>'
 	@echo 'make dkms-deb     the DKMS package, in build/dkms'
 	@echo 'make bench-pvcm   benchmark: our PV-CM cache against the distro one'
 	@echo 'make bench-cm     benchmark: our ib_cm against the distro one (cmtime, ucmatose;'
@@ -89,14 +91,16 @@ ifneq ($(NODEPS),1)
 	@$(TOP)/tools/install-deps.sh
 endif
 
-# The distro source, extracted once per clone (about 15 s).
-source: $(SRC)/.extracted
-$(SRC)/.extracted: | deps
+# The distro source, extracted once per clone and kernel series (about
+# 15 s each).
+source:
 	@test -n "$(KSERIES)" || { echo "no kernel build directory (KDIR=$(KDIR)): make deps, or KVER=<release>"; exit 1; }
-	@test -n "$(SRC_TARBALL)" || { echo 'linux-source-$(KSERIES) not installed (make deps)'; exit 1; }
-	@echo "  EXTRACT $(SRC_TARBALL)"
-	@rm -rf $(SRC) && mkdir -p $(dir $(SRC))
-	@tar -xf $(SRC_TARBALL) -C $(dir $(SRC))
+	@$(MAKE) --no-print-directory $(SRC)/.extracted
+$(TOP)/build/src/linux-source-%/.extracted: | deps
+	@t=$$(ls /usr/src/linux-source-$*.tar.* 2>/dev/null | head -n 1); \
+	test -n "$$t" || { echo 'linux-source-$* not installed (make deps)'; exit 1; }; \
+	echo "  EXTRACT $$t"; \
+	rm -rf $(@D) && mkdir -p $(dir $(@D)) && tar -xf $$t -C $(dir $(@D))
 	@touch $@
 
 modules: source
@@ -136,9 +140,16 @@ vm-test: modules
 main: modules
 	@$(TOP)/tools/testing/main-job --build $(BUILD) --kdir $(KDIR)
 
-# The kernel-style patch series against linux-source-6.1, in build/patches.
-patches: source
-	@$(TOP)/tools/series/mkseries --src $(SRC) --out $(TOP)/build/patches
+# The kernel-style patch series, one per installed linux-source (6.1,
+# 6.12), in build/patches/<series>.
+SERIES_SRCS := $(sort $(patsubst /usr/src/linux-source-%,%,$(basename \
+	$(basename $(wildcard /usr/src/linux-source-*.tar.*)))))
+patches: $(foreach s,$(SERIES_SRCS),$(TOP)/build/src/linux-source-$(s)/.extracted)
+	@test -n "$(SERIES_SRCS)" || { echo 'no linux-source installed (make deps)'; exit 1; }
+	@set -e; for s in $(SERIES_SRCS); do \
+		$(TOP)/tools/series/mkseries \
+			--src $(TOP)/build/src/linux-source-$$s | tail -n 1; \
+	done
 
 # The DKMS package for running hosts, in build/dkms.
 dkms-deb:
