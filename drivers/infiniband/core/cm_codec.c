@@ -8,7 +8,11 @@
  */
 #include <linux/kernel.h>
 #include <linux/string.h>
+#ifdef HAVE_LINUX_UNALIGNED_H
+#include <linux/unaligned.h>
+#else
 #include <asm/unaligned.h>
+#endif
 
 #include <rdma/opa_addr.h>
 

@@ -152,8 +152,13 @@ static int mock_dealloc_pd(struct ib_pd *pd, struct ib_udata *udata)
 	return 0;
 }
 
+#ifdef HAVE_CREATE_CQ_ATTR_BUNDLE
+static int mock_create_cq(struct ib_cq *cq, const struct ib_cq_init_attr *attr,
+			  struct uverbs_attr_bundle *attrs)
+#else
 static int mock_create_cq(struct ib_cq *cq, const struct ib_cq_init_attr *attr,
 			  struct ib_udata *udata)
+#endif
 {
 	cq->cqe = attr->cqe;
 	return 0;

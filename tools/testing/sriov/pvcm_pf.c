@@ -34,7 +34,11 @@
 #include <linux/module.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#ifdef HAVE_LINUX_UNALIGNED_H
+#include <linux/unaligned.h>
+#else
 #include <asm/unaligned.h>
+#endif
 #include <linux/crc32.h>
 #include <linux/ip.h>
 #include <linux/netdevice.h>

@@ -28,7 +28,11 @@
 #include <linux/rhashtable.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#ifdef HAVE_LINUX_UNALIGNED_H
+#include <linux/unaligned.h>
+#else
 #include <asm/unaligned.h>
+#endif
 
 #include <rdma/ib_mad.h>
 #include <rdma/ib_cm.h>
