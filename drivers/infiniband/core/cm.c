@@ -3079,10 +3079,21 @@ static void cm_qp_init_attr(struct cm_id_private *priv, struct ib_qp_attr *a,
 	if (port)
 		a->port_num = port->num;
 	a->pkey_index = priv->av.pkey_index;
-	/* RDMA reads and atomics only when we offered responder resources. */
-	a->qp_access_flags = IB_ACCESS_REMOTE_WRITE |
-			     (priv->responder_resources ?
-			      IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC : 0);
+	a->qp_access_flags = IB_ACCESS_REMOTE_WRITE;
+	/*
+	 * RDMA reads and atomics only when we offered responder resources;
+	 * then FLUSH too, where the device can place data persistently.
+	 */
+	if (priv->responder_resources) {
+		a->qp_access_flags |= IB_ACCESS_REMOTE_READ |
+				      IB_ACCESS_REMOTE_ATOMIC;
+#ifdef HAVE_IB_ACCESS_FLUSH
+		if (priv->id.device->attrs.device_cap_flags &
+		    (IB_DEVICE_FLUSH_GLOBAL | IB_DEVICE_FLUSH_PERSISTENT))
+			a->qp_access_flags |= IB_ACCESS_FLUSH_GLOBAL |
+					      IB_ACCESS_FLUSH_PERSISTENT;
+#endif
+	}
 	*mask = IB_QP_STATE | IB_QP_ACCESS_FLAGS | IB_QP_PKEY_INDEX |
 		IB_QP_PORT;
 }

@@ -752,11 +752,23 @@ static bool cc_no_qp_attr(struct ib_cm_id *id)
 	return ib_cm_init_qp_attr(id, &a, &mask) == -EINVAL;
 }
 
+/*
+ * Remote writes always; reads and atomics with responder resources, and
+ * then FLUSH as well on a device that can place data persistently (rxe).
+ */
 static int cc_access(u8 responder_resources)
 {
-	return IB_ACCESS_REMOTE_WRITE |
-	       (responder_resources ?
-		IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC : 0);
+	int access = IB_ACCESS_REMOTE_WRITE;
+
+	if (!responder_resources)
+		return access;
+	access |= IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC;
+#ifdef HAVE_IB_ACCESS_FLUSH
+	if (cc_dev->attrs.device_cap_flags &
+	    (IB_DEVICE_FLUSH_GLOBAL | IB_DEVICE_FLUSH_PERSISTENT))
+		access |= IB_ACCESS_FLUSH_GLOBAL | IB_ACCESS_FLUSH_PERSISTENT;
+#endif
+	return access;
 }
 
 /*
