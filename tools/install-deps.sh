@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Install every Debian package that building, running and testing the
-# project needs.  Idempotent: when everything is present it only runs
-# dpkg-query and exits.
+# project needs, for both kernel tracks: Debian 12's 6.1 and the 6.12 it
+# also ships (Debian 13's kernel).  Idempotent: when everything is
+# present it only runs dpkg-query and exits.
 #
 # Needs root (apt-get).  Without root it prints the command to run and
 # fails if anything is missing.
@@ -11,6 +12,7 @@ set -eu
 
 PKGS="build-essential bc bison flex libelf-dev libssl-dev dwarves kmod cpio
 busybox-static linux-headers-amd64 linux-image-amd64 linux-source-6.1
+linux-headers-6.12-amd64 linux-image-6.12-amd64 linux-source-6.12
 qemu-system-x86 qemu-utils rdma-core rdmacm-utils perftest ibverbs-utils
 ibverbs-providers iproute2 sparse coccinelle python3 perl git xz-utils
 dkms debhelper dh-dkms fakeroot shellcheck python3-docutils

@@ -90,15 +90,30 @@ wait_until() {
 # module_id FILE.ko: its srcversion, or "build-id:<hex>" when it has none
 # (modpost only adds a srcversion with MODULE_VERSION() or
 # CONFIG_MODULE_SRCVERSION_ALL, which the Debian kernel does not set).
+# FILE may be compressed, as 6.12's in-box modules are (.ko.xz).
 module_id() {
-	local src bid
+	local src bid tmp
 
 	src=$(modinfo -F srcversion "$1" 2> /dev/null)
 	if [ -n "$src" ]; then
 		echo "$src"
 		return
 	fi
-	bid=$(readelf -n "$1" 2> /dev/null | awk '/Build ID:/ { print $3; exit }')
+	case $1 in
+	*.xz | *.gz | *.zst)
+		# readelf reads ordinary files only
+		tmp=$(mktemp)
+		case $1 in
+		*.xz) xz -dc "$1" ;;
+		*.gz) gzip -dc "$1" ;;
+		*) zstd -qdc "$1" ;;
+		esac > "$tmp" 2> /dev/null
+		bid=$(readelf -n "$tmp" 2> /dev/null)
+		rm -f "$tmp"
+		;;
+	*) bid=$(readelf -n "$1" 2> /dev/null) ;;
+	esac
+	bid=$(awk '/Build ID:/ { print $3; exit }' <<< "$bid")
 	[ -n "$bid" ] && echo "build-id:$bid"
 }
 
