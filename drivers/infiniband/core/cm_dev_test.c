@@ -501,11 +501,11 @@ static void test_fail_nth_sweep(void)
 }
 
 /*
- * The Debian 6.1 ib_core's SA client reads the capabilities of port 1 of
- * every device it is added to (ib_sa_add_one() asks rdma_cap_ib_sa()
- * about port i + 1 instead of i + rdma_start_port()): beyond the port
- * data of a switch, whose only port is 0, which KASAN reports.  So the
- * switch cases run only when asked for.
+ * The SA client of ib_core (6.1 and 6.12 alike) reads the capabilities
+ * of port 1 of every device it is added to (ib_sa_add_one() asks
+ * rdma_cap_ib_sa() about port i + 1 instead of i + rdma_start_port()):
+ * beyond the port data of a switch, whose only port is 0, which KASAN
+ * reports.  So the switch cases run only when asked for.
  */
 static bool switch_dev;
 module_param(switch_dev, bool, 0444);
@@ -515,7 +515,7 @@ MODULE_PARM_DESC(switch_dev,
 static bool mock_switch_wanted(void)
 {
 	if (!switch_dev)
-		ibst_skip("switch_dev=0: ib_core 6.1's SA client reads past a switch's port data");
+		ibst_skip("switch_dev=0: ib_core's SA client reads past a switch's port data");
 	return switch_dev;
 }
 
