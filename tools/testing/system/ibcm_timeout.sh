@@ -21,10 +21,12 @@
 PEER=${TIMEOUT_PEER:-10.11.0.77}
 PORT=7401
 # rdma_cm asks for 15 retries; each try waits the remote CM response time
-# (iba 20: 4096 ms) plus two RoCE packet lifetimes (iba 18: 1024 ms each),
-# so 16 tries take at least 16 * 6144 ms = 98 s (105-113 s seen under TCG).
+# (iba 20: 4.3 s) plus two RoCE packet lifetimes (rdma_cm's
+# CMA_IBOE_PACKET_LIFETIME: iba 18, 1.07 s, in 6.1, 105-113 s seen under
+# TCG; iba 16, 0.27 s, in 6.12, 80 s seen), so 16 tries take at least
+# 16 * 4.3 s = 68.7 s on either kernel.
 RETRIES=15
-MIN=90
+MIN=68
 LIMIT=240
 P=/sys/class/infiniband/rxe0/ports/1
 KNOB=/sys/kernel/debug/ib_cm
