@@ -19,7 +19,7 @@ TOP := $(CURDIR)
 # any build directory.  By default the newest Debian 6.1 headers, else the
 # newest 6.12 ones: installing the second track changes nothing.
 newest_headers = $(lastword $(shell ls -d /usr/src/linux-headers-$(1).*-amd64 \
-	2>/dev/null | sort -V))
+	2>/dev/null | grep -vE -- '-(rt|cloud)-amd64$$' | sort -V))
 ifneq ($(KVER),)
 KDIR ?= $(firstword $(wildcard /lib/modules/$(KVER)/build \
 	/usr/src/linux-headers-$(KVER)) /nonexistent/linux-headers-$(KVER))
@@ -31,7 +31,6 @@ KREL := $(shell sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' \
 # The kernel series (6.1, 6.12): mlx4_ib comes from its linux-source.
 KSERIES := $(shell echo '$(KREL)' | sed -n 's/^\([0-9]*\.[0-9]*\).*/\1/p')
 
-SRC_TARBALL ?= $(firstword $(wildcard /usr/src/linux-source-$(KSERIES).tar.*))
 SRC := $(TOP)/build/src/linux-source-$(KSERIES)
 BUILD ?= $(TOP)/build/$(KREL)
 TREE = $(BUILD)/tree
@@ -147,8 +146,9 @@ SERIES_SRCS := $(sort $(patsubst /usr/src/linux-source-%,%,$(basename \
 patches: $(foreach s,$(SERIES_SRCS),$(TOP)/build/src/linux-source-$(s)/.extracted)
 	@test -n "$(SERIES_SRCS)" || { echo 'no linux-source installed (make deps)'; exit 1; }
 	@set -e; for s in $(SERIES_SRCS); do \
-		$(TOP)/tools/series/mkseries \
-			--src $(TOP)/build/src/linux-source-$$s | tail -n 1; \
+		out=$$($(TOP)/tools/series/mkseries \
+			--src $(TOP)/build/src/linux-source-$$s) || exit 1; \
+		echo "$$out" | tail -n 1; \
 	done
 
 # The DKMS package for running hosts, in build/dkms.

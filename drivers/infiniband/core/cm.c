@@ -3080,14 +3080,12 @@ static void cm_qp_init_attr(struct cm_id_private *priv, struct ib_qp_attr *a,
 		a->port_num = port->num;
 	a->pkey_index = priv->av.pkey_index;
 	a->qp_access_flags = IB_ACCESS_REMOTE_WRITE;
-	/*
-	 * RDMA reads and atomics only when we offered responder resources;
-	 * then FLUSH too, where the device can place data persistently.
-	 */
+	/* RDMA reads and atomics only when we offered responder resources. */
 	if (priv->responder_resources) {
 		a->qp_access_flags |= IB_ACCESS_REMOTE_READ |
 				      IB_ACCESS_REMOTE_ATOMIC;
 #ifdef HAVE_IB_ACCESS_FLUSH
+		/* Then FLUSH, both kinds, if the device has either. */
 		if (priv->id.device->attrs.device_cap_flags &
 		    (IB_DEVICE_FLUSH_GLOBAL | IB_DEVICE_FLUSH_PERSISTENT))
 			a->qp_access_flags |= IB_ACCESS_FLUSH_GLOBAL |

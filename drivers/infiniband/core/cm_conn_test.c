@@ -752,10 +752,7 @@ static bool cc_no_qp_attr(struct ib_cm_id *id)
 	return ib_cm_init_qp_attr(id, &a, &mask) == -EINVAL;
 }
 
-/*
- * Remote writes always; reads and atomics with responder resources, and
- * then FLUSH as well on a device that can place data persistently (rxe).
- */
+/* Remote writes always; reads and atomics with responder resources. */
 static int cc_access(u8 responder_resources)
 {
 	int access = IB_ACCESS_REMOTE_WRITE;
@@ -764,6 +761,7 @@ static int cc_access(u8 responder_resources)
 		return access;
 	access |= IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC;
 #ifdef HAVE_IB_ACCESS_FLUSH
+	/* and both FLUSH kinds if the device has either (rxe has both) */
 	if (cc_dev->attrs.device_cap_flags &
 	    (IB_DEVICE_FLUSH_GLOBAL | IB_DEVICE_FLUSH_PERSISTENT))
 		access |= IB_ACCESS_FLUSH_GLOBAL | IB_ACCESS_FLUSH_PERSISTENT;
