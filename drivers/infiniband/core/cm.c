@@ -1325,7 +1325,7 @@ static void cm_issue_rej(struct cm_port *port, struct ib_mad_recv_wc *rwc,
 }
 
 /*
- * The peer's QP is still bound to an older connection of ours (@lid/@rid)
+ * The peer's QP is still bound to an older local connection (@lid/@rid)
  * that it seems to have forgotten: refuse the new message as stale and
  * disconnect the old connection.  May sleep.
  */
@@ -1999,7 +1999,7 @@ static void cm_rtu_rcvd(struct cm_job *job)
 /* ------------------------------------------------------------------ */
 /* DREQ / DREP                                                         */
 
-/* A LAP of ours still waits for its APR. */
+/* A LAP sent by this side still waits for its APR. */
 static bool cm_lap_pending(struct cm_id_private *priv)
 {
 	enum ib_cm_lap_state ls = priv->id.lap_state;
@@ -2334,9 +2334,10 @@ static bool cm_rej_applies(struct cm_id_private *priv, u16 reason)
 	if (cm_state_is(st, CM_ST_REQ_OUT | CM_ST_REP_OUT | CM_ST(DREQ_SENT)))
 		cm_cancel_msg(priv);
 	/*
-	 * Until we accepted a REP from the peer its QP was not bound to
-	 * ours, so the IDs can be reused at once, unless the peer calls the
-	 * connection stale.  After that (and after a DREQ) go via TimeWait.
+	 * Until a REP from the peer was accepted its QP was not bound to
+	 * the local one, so the IDs can be reused at once, unless the peer
+	 * calls the connection stale.  After that (and after a DREQ) go via
+	 * TimeWait.
 	 */
 	if (cm_state_is(st, CM_ST_REQ_OUT | CM_ST_REQ_IN | CM_ST_REP_OUT) &&
 	    reason != IB_CM_REJ_STALE_CONN)
@@ -2509,8 +2510,8 @@ static void cm_mra_rcvd(struct cm_job *job)
 /* LAP / APR (receive side only; alternate paths are IB-only)          */
 
 /*
- * Whether LAP and APR are taken on @port.  Like the distribution's ib_cm,
- * ours loads no alternate path on a RoCE port; a test build lets its
+ * Whether LAP and APR are taken on @port.  Like the stock ib_cm, this one
+ * loads no alternate path on a RoCE port; a test build lets its
  * receive self-test switch one RoCE port over (cm_test_lap_on_roce()).
  */
 static bool cm_port_takes_lap(struct cm_port *port)
@@ -3356,7 +3357,7 @@ static int __init ib_cm_init(void)
 	cm_sysfs_init();
 
 	/*
-	 * Our own cache, so that a leaked cm_id shows up as "objects
+	 * A cache of its own, so that a leaked cm_id shows up as "objects
 	 * remaining" on rmmod.  SLAB_TYPESAFE_BY_RCU only delays returning
 	 * slab pages; here it also keeps the cache from being merged with
 	 * another one, which would hide such a leak.

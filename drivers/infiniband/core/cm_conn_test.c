@@ -15,11 +15,11 @@
  * and the per-port message counters in sysfs.
  *
  * Only the exported interfaces of ib_cm and ib_core are used, so the very
- * same module loads over the project's ib_cm and over the distribution's
+ * same module loads over this ib_cm and over the stock one it replaces
  * (the symbol CRCs are the same) and must pass on both.  Every expectation
  * is a rule of the CM protocol (IBTA vol 1 chapter 12, annex A14 for XRC),
  * of the verbs QP state table (ib_modify_qp_is_ok()) or a documented
- * behaviour of the distribution's ib_cm; none is a detail of one
+ * behaviour of the stock ib_cm; none is a detail of one
  * implementation.
  *
  * Load with an active RoCE port that runs a CM; init fails when a check
@@ -100,7 +100,8 @@ static u32 cc_serial;
  *	a non-zero return, which asks the CM to destroy that cm_id
  * @drop_active: @drop is for the active cm_id, not the passive one
  * @drop_event: the event @drop waits for
- * @dropped: the cm_id given back to the CM that way (no longer ours)
+ * @dropped: the cm_id given back to the CM that way (the test no longer
+ *	owns it)
  */
 struct cc_conn {
 	enum ib_qp_type type;
@@ -1291,7 +1292,7 @@ static void test_xrc_tgt_destroy_sends_no_dreq(void)
 		goto out;
 	IBST_EXPECT_EQ(e.state, IB_CM_TIMEWAIT);
 	cc_counter_is("cm_tx_msgs", "dreq", dreqs + 1);
-	/* The distribution's CM counts a DREQ for no cm_id as a duplicate. */
+	/* The stock CM counts a DREQ for no cm_id as a duplicate. */
 	cc_counter_is("cm_rx_duplicates", "dreq", dups + 1);
 	cc_check_timewait(c, c->act, e.at, "active");
 out:
@@ -1398,8 +1399,8 @@ out:
  * The cm_id is IDLE when its REQ's timeout is reported, so the consumer
  * may send the REQ again from that very handler; the new REQ's timeout
  * is reported in turn.  (The report of a send is reserved when it is
- * posted; here the cm_id's own report is still being delivered, so ours
- * must find another one.)
+ * posted; here the cm_id's own report is still being delivered, so the
+ * new REQ's must find another one.)
  */
 static void test_req_again_from_error_handler(void)
 {
@@ -1483,7 +1484,7 @@ static bool cc_req_answered(const struct cc_conn *c)
  * connection) when its QPN and CA GUID name a QP that the CM considers
  * connected.  A connection in TimeWait is no longer connected (its DREQ
  * and DREP are done), so a REQ from the same remote QPN is a new
- * connection: it reaches the listener.  The distribution's CM forgets a
+ * connection: it reaches the listener.  The stock CM forgets a
  * connection's remote QPN when it enters TimeWait.
  */
 static void test_req_reuses_qpn_in_timewait(void)
@@ -1533,7 +1534,7 @@ out:
  * active side may reject the REP).  The REJ carries its reason, ARI and
  * private data to the passive side; neither side enters TimeWait, as no
  * connection was established: both are IDLE at once and no TIMEWAIT_EXIT
- * follows (the distribution's CM resets both to IDLE).
+ * follows (the stock CM resets both to IDLE).
  */
 static void test_rep_rejected_by_active(void)
 {
@@ -1642,7 +1643,10 @@ static bool cc_sidr_ask(struct cc_conn *c)
 	return !ret;
 }
 
-/* The SIDR_REQ as the listener saw it; true when the new cm_id is ours. */
+/*
+ * The SIDR_REQ as the listener saw it; true once @c->pas holds the new
+ * cm_id.
+ */
 static bool cc_sidr_asked(struct cc_conn *c)
 {
 	struct cc_event e;
@@ -1790,7 +1794,7 @@ out:
 
 /*
  * A SIDR_REQ's cm_id destroyed unanswered: the CM answers "rejected"
- * for its consumer (the distribution's ib_destroy_cm_id() does so for a
+ * for its consumer (the stock ib_destroy_cm_id() does so for a
  * cm_id in SIDR_REQ_RCVD), so the asker does not wait out its retries.
  */
 static void test_sidr_destroy_rejects(void)

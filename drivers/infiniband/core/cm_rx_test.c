@@ -568,8 +568,8 @@ static int rx_send_lap(const struct rx_peer *p, struct ib_cm_id *to,
 }
 
 /*
- * The alternate path the peer proposes, from its end ("local") to ours
- * ("remote"): the peer's made-up GID, our GID, and distinct values in
+ * The alternate path the peer proposes, from its end ("local") to this
+ * side ("remote"): the peer's made-up GID, our GID, and distinct values in
  * every field so that each can be told apart where it comes out.
  */
 static void rx_lap_path(struct cmc_path *w)
@@ -1390,8 +1390,9 @@ out:
 
 /*
  * ib_cm drops LAP and APR on RoCE ports; the test build's switch lets it
- * take them on ours.  Off again at the end of each case, so that the other
- * cases (lap_apr_dropped_on_roce) see the port as it normally is.
+ * take them on the test's port.  Off again at the end of each case, so
+ * that the other cases (lap_apr_dropped_on_roce) see the port as it
+ * normally is.
  */
 static bool rx_lap_switch(bool on)
 {
@@ -1664,7 +1665,7 @@ out:
 }
 
 /*
- * An APR answers a LAP of ours, and this side never sends one (the API
+ * An APR answers a LAP sent by this side, which never sends one (the API
  * has no LAP): before any LAP and after the peer's own LAP it is dropped.
  */
 static void test_apr_without_lap(void)

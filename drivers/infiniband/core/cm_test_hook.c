@@ -218,8 +218,8 @@ static DEFINE_SPINLOCK(cm_test_lap_lock);
  * @port_num: a RoCE port of @ibdev
  * @on: true to switch the port on (any other port goes off), false for off
  *
- * ib_cm drops alternate path messages on RoCE ports, as the distribution's
- * does, and the test rig has only RoCE ports (rdma_rxe).  This switch
+ * ib_cm drops alternate path messages on RoCE ports, as the stock ib_cm
+ * does, and the test setup has only RoCE ports (rdma_rxe).  This switch
  * exists so that ib_cm_rx_test.ko can drive the LAP and APR receive rules
  * (states, duplicates, MRA for a LAP, the alternate address vector and
  * what becomes of its references) on such a port: LAP and APR are taken

@@ -14,8 +14,8 @@
  * stale only when its QPN is one the CM considers connected (IBTA vol 1,
  * ch. 12): a connection in TimeWait is over, its local QP is not reused before the
  * timer runs out, so the peer may reconnect from the same QPN, or with
- * the same communication ID, at once.  This is also what the
- * distribution's ib_cm does.  The expiry work ends the connection's
+ * the same communication ID, at once.  This is also what the stock
+ * ib_cm does.  The expiry work ends the connection's
  * TimeWait, then frees the record; at module exit cm_tw_drain() does that
  * instead.
  */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
- * Tracepoints of ib_cm.ko.  They use the trace system and event names of
- * the distribution's connection manager ("ib_cma", icm_*), so existing
- * tracing recipes keep working; the recorded fields are our own.
+ * Tracepoints of ib_cm.ko.  They keep the trace system and event names of
+ * the stock connection manager ("ib_cma", icm_*), so existing tracing
+ * recipes keep working; the recorded fields are not the same.
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM ib_cma
