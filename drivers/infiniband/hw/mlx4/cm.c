@@ -1643,7 +1643,7 @@ static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
 	int s, ret;
 
 	/*
-	 * A SIDR_REQ names no port GID of ours: it stays with the slave the
+	 * A SIDR_REQ names no local port GID: it stays with the slave the
 	 * caller picked from the GRH (or the master without one).  Only that
 	 * slave may answer it.
 	 */
