@@ -27,7 +27,6 @@
 #include "cm_priv.h"
 #include "cm_trace.h"
 
-MODULE_AUTHOR("ib_cm rewrite authors");
 MODULE_DESCRIPTION("InfiniBand communication manager");
 MODULE_LICENSE("Dual BSD/GPL");
 MODULE_VERSION("6.1-ibcm");
