@@ -409,25 +409,21 @@ enum cm_verb {
 	CM_VERB_SIDR_REP,
 };
 
-#define CM_FROM(st) BIT(IB_CM_##st)
-
 static const struct {
 	u8 room;	/* private data bytes the MAD carries */
 	u32 from;	/* states it starts from; 0: the verb decides */
 } cm_verb_rules[] = {
-	[CM_VERB_REQ] = { IB_CM_REQ_PRIVATE_DATA_SIZE, CM_FROM(IDLE) },
-	[CM_VERB_REP] = { IB_CM_REP_PRIVATE_DATA_SIZE,
-			  CM_FROM(REQ_RCVD) | CM_FROM(MRA_REQ_SENT) },
-	[CM_VERB_RTU] = { IB_CM_RTU_PRIVATE_DATA_SIZE,
-			  CM_FROM(REP_RCVD) | CM_FROM(MRA_REP_SENT) },
-	[CM_VERB_DREQ] = { IB_CM_DREQ_PRIVATE_DATA_SIZE, CM_FROM(ESTABLISHED) },
-	[CM_VERB_DREP] = { IB_CM_DREP_PRIVATE_DATA_SIZE, CM_FROM(DREQ_RCVD) },
+	[CM_VERB_REQ] = { IB_CM_REQ_PRIVATE_DATA_SIZE, CM_ST(IDLE) },
+	[CM_VERB_REP] = { IB_CM_REP_PRIVATE_DATA_SIZE, CM_ST_REQ_IN },
+	[CM_VERB_RTU] = { IB_CM_RTU_PRIVATE_DATA_SIZE, CM_ST_REP_IN },
+	[CM_VERB_DREQ] = { IB_CM_DREQ_PRIVATE_DATA_SIZE, CM_ST(ESTABLISHED) },
+	[CM_VERB_DREP] = { IB_CM_DREP_PRIVATE_DATA_SIZE, CM_ST(DREQ_RCVD) },
 	[CM_VERB_REJ] = { IB_CM_REJ_PRIVATE_DATA_SIZE, 0 },
 	[CM_VERB_MRA] = { IB_CM_MRA_PRIVATE_DATA_SIZE, 0 },
 	[CM_VERB_SIDR_REQ] = { IB_CM_SIDR_REQ_PRIVATE_DATA_SIZE,
-			       CM_FROM(IDLE) },
+			       CM_ST(IDLE) },
 	[CM_VERB_SIDR_REP] = { IB_CM_SIDR_REP_PRIVATE_DATA_SIZE,
-			       CM_FROM(SIDR_REQ_RCVD) },
+			       CM_ST(SIDR_REQ_RCVD) },
 };
 
 /* 0 if @len bytes at @pdata fit the verb's MAD, else -EINVAL. */
