@@ -1000,16 +1000,22 @@ static void cm_leave_step(struct cm_id_private *priv, int err)
 	}
 }
 
-/* Bring the ID to IDLE; a few steps at most (e.g. DREQ, TimeWait, IDLE). */
+/*
+ * Each cm_leave_step() moves the state on, a failed send included, and the
+ * longest way to IDLE is ESTABLISHED, DREQ_SENT, TIMEWAIT.
+ */
+#define CM_LEAVE_MAX_STEPS	3
+
+/* Bring the ID to IDLE. */
 static void cm_leave_state(struct cm_id_private *priv, int err)
 {
 	int steps;
 
 	lockdep_assert_held(&priv->lock);
-	for (steps = 0; steps < 8 && priv->id.state != IB_CM_IDLE; steps++)
+	for (steps = 0; steps < CM_LEAVE_MAX_STEPS &&
+	     priv->id.state != IB_CM_IDLE; steps++)
 		cm_leave_step(priv, err);
-	/* Only reachable if sends kept failing without a state change. */
-	if (priv->id.state != IB_CM_IDLE)
+	if (WARN_ON_ONCE(priv->id.state != IB_CM_IDLE))
 		cm_reset_to_idle(priv);
 }
 
