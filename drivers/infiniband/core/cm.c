@@ -713,67 +713,85 @@ static int cm_listen_cmp(struct ib_device *d1, __be64 s1,
 	return 0;
 }
 
+/* The key of cm_listen_find(): what a REQ is addressed to. */
+struct cm_listen_key {
+	struct ib_device *device;
+	__be64 service_id;
+};
+
+static int cm_listen_key_cmp(const void *key, const struct rb_node *n)
+{
+	const struct cm_listen_key *k = key;
+	const struct cm_id_private *cur = rb_entry(n, struct cm_id_private,
+						   listen_node);
+
+	return cm_listen_cmp(k->device, k->service_id, cur->id.device,
+			     cur->id.service_id);
+}
+
+static int cm_listen_node_cmp(struct rb_node *a, const struct rb_node *b)
+{
+	const struct cm_id_private *x = rb_entry(a, struct cm_id_private,
+						 listen_node);
+	const struct cm_id_private *y = rb_entry(b, struct cm_id_private,
+						 listen_node);
+
+	return cm_listen_cmp(x->id.device, x->id.service_id, y->id.device,
+			     y->id.service_id);
+}
+
 static struct cm_id_private *cm_listen_find(struct ib_device *device,
 					    __be64 service_id)
 {
-	struct rb_node *n = cmg.listen_tree.rb_node;
+	const struct cm_listen_key key = {
+		.device = device,
+		.service_id = service_id,
+	};
 	struct cm_id_private *cur;
-	int c;
+	struct rb_node *n;
 
 	lockdep_assert_held(&cmg.lock);
-	while (n) {
-		cur = rb_entry(n, struct cm_id_private, listen_node);
-		c = cm_listen_cmp(device, service_id, cur->id.device,
-				  cur->id.service_id);
-		if (!c) {
-			refcount_inc(&cur->refs);
-			return cur;
-		}
-		n = c < 0 ? n->rb_left : n->rb_right;
-	}
-	return NULL;
+	n = rb_find(&key, &cmg.listen_tree, cm_listen_key_cmp);
+	if (!n)
+		return NULL;
+	cur = rb_entry(n, struct cm_id_private, listen_node);
+	refcount_inc(&cur->refs);
+	return cur;
 }
 
 /*
- * Insert @priv as listener; it is LISTEN before any sharer can find it.
- * Returns @priv when inserted, the existing listener when it may be
- * shared with @share_handler (a reference and a share are added), or NULL
- * on conflict.
+ * Insert @priv as listener; it is LISTEN before any sharer can find it
+ * (cmg.lock is held from the insert until it is).  Returns @priv when
+ * inserted, the existing listener when it may be shared with
+ * @share_handler (a reference and a share are added), or NULL on conflict.
  */
 static struct cm_id_private *cm_listen_insert(struct cm_id_private *priv,
 					      ib_cm_handler share_handler)
 {
-	struct rb_node **slot = &cmg.listen_tree.rb_node, *parent = NULL;
 	struct cm_id_private *cur;
 	unsigned long flags;
-	int c;
+	struct rb_node *dup;
 
 	lockdep_assert_held(&priv->lock);
 	spin_lock_irqsave(&cmg.lock, flags);
-	while (*slot) {
-		parent = *slot;
-		cur = rb_entry(parent, struct cm_id_private, listen_node);
-		c = cm_listen_cmp(priv->id.device, priv->id.service_id,
-				  cur->id.device, cur->id.service_id);
-		if (!c) {
-			if (!share_handler || cur->id.cm_handler != share_handler ||
-			    cur->id.context) {
-				cur = NULL;
-			} else {
-				cur->listen_shares++;
-				refcount_inc(&cur->refs);
-			}
-			spin_unlock_irqrestore(&cmg.lock, flags);
-			return cur;
-		}
-		slot = c < 0 ? &parent->rb_left : &parent->rb_right;
+	dup = rb_find_add(&priv->listen_node, &cmg.listen_tree,
+			  cm_listen_node_cmp);
+	if (!dup) {
+		priv->listen_shares = 1;
+		priv->id.state = IB_CM_LISTEN;
+		spin_unlock_irqrestore(&cmg.lock, flags);
+		return priv;
 	}
-	priv->listen_shares = 1;
-	priv->id.state = IB_CM_LISTEN;
-	rb_link_node(&priv->listen_node, parent, slot);
-	rb_insert_color(&priv->listen_node, &cmg.listen_tree);
+	cur = rb_entry(dup, struct cm_id_private, listen_node);
+	if (!share_handler || cur->id.cm_handler != share_handler ||
+	    cur->id.context) {
+		cur = NULL;
+	} else {
+		cur->listen_shares++;
+		refcount_inc(&cur->refs);
+	}
 	spin_unlock_irqrestore(&cmg.lock, flags);
-	return priv;
+	return cur;
 }
 
 static int cm_pick_service_id(struct cm_id_private *priv, __be64 service_id)
@@ -2716,26 +2734,22 @@ static int cm_sidr_cmp(__be32 rid1, u32 slid1, __be32 rid2, u32 slid2)
 	return 0;
 }
 
+static int cm_sidr_node_cmp(struct rb_node *a, const struct rb_node *b)
+{
+	const struct cm_id_private *x = rb_entry(a, struct cm_id_private,
+						 sidr_node);
+	const struct cm_id_private *y = rb_entry(b, struct cm_id_private,
+						 sidr_node);
+
+	return cm_sidr_cmp(x->id.remote_id, x->sidr_slid, y->id.remote_id,
+			   y->sidr_slid);
+}
+
 /* Returns true if an identical SIDR REQ is already being served. */
 static bool cm_sidr_insert(struct cm_id_private *priv)
 {
-	struct rb_node **slot = &cmg.sidr_tree.rb_node, *parent = NULL;
-	struct cm_id_private *cur;
-	int c;
-
 	lockdep_assert_held(&cmg.lock);
-	while (*slot) {
-		parent = *slot;
-		cur = rb_entry(parent, struct cm_id_private, sidr_node);
-		c = cm_sidr_cmp(priv->id.remote_id, priv->sidr_slid,
-				cur->id.remote_id, cur->sidr_slid);
-		if (!c)
-			return true;
-		slot = c < 0 ? &parent->rb_left : &parent->rb_right;
-	}
-	rb_link_node(&priv->sidr_node, parent, slot);
-	rb_insert_color(&priv->sidr_node, &cmg.sidr_tree);
-	return false;
+	return rb_find_add(&priv->sidr_node, &cmg.sidr_tree, cm_sidr_node_cmp);
 }
 
 static int cm_send_sidr_rep_locked(struct cm_id_private *priv,

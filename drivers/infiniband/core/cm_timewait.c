@@ -108,28 +108,36 @@ void cm_tw_free(struct cm_tw *tw)
 	kfree(tw);
 }
 
+static int cm_tw_rid_cmp(struct rb_node *a, const struct rb_node *b)
+{
+	const struct cm_tw *x = rb_entry(a, struct cm_tw, rid_node);
+	const struct cm_tw *y = rb_entry(b, struct cm_tw, rid_node);
+
+	return cm_key_cmp(x->remote_id, x->remote_ca_guid, y->remote_id,
+			  y->remote_ca_guid);
+}
+
+static int cm_tw_rqpn_cmp(struct rb_node *a, const struct rb_node *b)
+{
+	const struct cm_tw *x = rb_entry(a, struct cm_tw, rqpn_node);
+	const struct cm_tw *y = rb_entry(b, struct cm_tw, rqpn_node);
+
+	return cm_key_cmp(x->remote_qpn, x->remote_ca_guid, y->remote_qpn,
+			  y->remote_ca_guid);
+}
+
 /*
  * Index @tw by remote ID.  Returns the record already holding that remote
  * ID (a duplicate), or NULL once @tw is inserted.
  */
 struct cm_tw *cm_tw_insert_rid(struct cm_tw *tw)
 {
-	struct rb_node **slot = &cmg.rid_tree.rb_node, *parent = NULL;
-	struct cm_tw *cur;
-	int c;
+	struct rb_node *dup;
 
 	lockdep_assert_held(&cmg.lock);
-	while (*slot) {
-		parent = *slot;
-		cur = rb_entry(parent, struct cm_tw, rid_node);
-		c = cm_key_cmp(tw->remote_id, tw->remote_ca_guid,
-			       cur->remote_id, cur->remote_ca_guid);
-		if (!c)
-			return cur;
-		slot = c < 0 ? &parent->rb_left : &parent->rb_right;
-	}
-	rb_link_node(&tw->rid_node, parent, slot);
-	rb_insert_color(&tw->rid_node, &cmg.rid_tree);
+	dup = rb_find_add(&tw->rid_node, &cmg.rid_tree, cm_tw_rid_cmp);
+	if (dup)
+		return rb_entry(dup, struct cm_tw, rid_node);
 	tw->in_rid = true;
 	return NULL;
 }
@@ -137,42 +145,42 @@ struct cm_tw *cm_tw_insert_rid(struct cm_tw *tw)
 /* Same as cm_tw_insert_rid(), keyed by remote QPN (stale detection). */
 struct cm_tw *cm_tw_insert_rqpn(struct cm_tw *tw)
 {
-	struct rb_node **slot = &cmg.rqpn_tree.rb_node, *parent = NULL;
-	struct cm_tw *cur;
-	int c;
+	struct rb_node *dup;
 
 	lockdep_assert_held(&cmg.lock);
-	while (*slot) {
-		parent = *slot;
-		cur = rb_entry(parent, struct cm_tw, rqpn_node);
-		c = cm_key_cmp(tw->remote_qpn, tw->remote_ca_guid,
-			       cur->remote_qpn, cur->remote_ca_guid);
-		if (!c)
-			return cur;
-		slot = c < 0 ? &parent->rb_left : &parent->rb_right;
-	}
-	rb_link_node(&tw->rqpn_node, parent, slot);
-	rb_insert_color(&tw->rqpn_node, &cmg.rqpn_tree);
+	dup = rb_find_add(&tw->rqpn_node, &cmg.rqpn_tree, cm_tw_rqpn_cmp);
+	if (dup)
+		return rb_entry(dup, struct cm_tw, rqpn_node);
 	tw->in_rqpn = true;
 	return NULL;
 }
 
+/* The key of cm_tw_find_rid(): what a REQ names of its sender. */
+struct cm_tw_rid_key {
+	__be32 remote_id;
+	__be64 remote_ca_guid;
+};
+
+static int cm_tw_rid_key_cmp(const void *key, const struct rb_node *n)
+{
+	const struct cm_tw_rid_key *k = key;
+	const struct cm_tw *y = rb_entry(n, struct cm_tw, rid_node);
+
+	return cm_key_cmp(k->remote_id, k->remote_ca_guid, y->remote_id,
+			  y->remote_ca_guid);
+}
+
 struct cm_tw *cm_tw_find_rid(__be64 remote_ca_guid, __be32 remote_id)
 {
-	struct rb_node *n = cmg.rid_tree.rb_node;
-	struct cm_tw *cur;
-	int c;
+	const struct cm_tw_rid_key key = {
+		.remote_id = remote_id,
+		.remote_ca_guid = remote_ca_guid,
+	};
+	struct rb_node *n;
 
 	lockdep_assert_held(&cmg.lock);
-	while (n) {
-		cur = rb_entry(n, struct cm_tw, rid_node);
-		c = cm_key_cmp(remote_id, remote_ca_guid, cur->remote_id,
-			       cur->remote_ca_guid);
-		if (!c)
-			return cur;
-		n = c < 0 ? n->rb_left : n->rb_right;
-	}
-	return NULL;
+	n = rb_find(&key, &cmg.rid_tree, cm_tw_rid_key_cmp);
+	return n ? rb_entry(n, struct cm_tw, rid_node) : NULL;
 }
 
 void cm_tw_unlink(struct cm_tw *tw)
