@@ -1594,12 +1594,66 @@ static struct cm_id_private *cm_req_match(struct cm_job *job,
 	return listener;
 }
 
+/* What a REQ says of its sender and of the connection, seen from here. */
+static void cm_req_record(struct cm_id_private *priv, const struct cm_req_msg *m,
+			  const struct cmc_req *r)
+{
+	/* Identity of the peer, also recorded for duplicate detection. */
+	priv->tid = m->hdr.tid;
+	priv->id.service_id = cpu_to_be64(r->service_id);
+	priv->id.remote_id = cpu_to_be32(r->local_comm_id);
+	priv->remote_qpn = cpu_to_be32(r->local_qpn);
+	priv->tw->remote_qpn = priv->remote_qpn;
+	priv->tw->remote_id = priv->id.remote_id;
+	priv->tw->remote_ca_guid = cpu_to_be64(r->local_ca_guid);
+
+	/* Connection parameters, seen from this side (depths mirrored). */
+	priv->qp_type = cmc_qp_type_from_wire(r->transport, r->ext_transport);
+	priv->pkey = cpu_to_be16(r->pkey);
+	priv->path_mtu = r->mtu;
+	priv->sq_psn = cpu_to_be32(r->starting_psn);
+	priv->responder_resources = r->init_depth;
+	priv->initiator_depth = r->resp_resources;
+	priv->rnr_retry_count = r->rnr_retry;
+	priv->retry_count = r->retry_count;
+	priv->max_cm_retries = r->max_cm_retries;
+	priv->timeout_ms = cmc_iba_time_to_ms(r->local_resp_timeout);
+}
+
+/*
+ * The paths of a REQ as this side sees them (job->path[0], and [1] when
+ * @has_alt); RoCE takes the record type from the GID the REQ came to.
+ */
+static void cm_req_paths(struct cm_job *job, struct cmc_req *r,
+			 struct rdma_ah_attr *wc_ah, bool has_alt)
+{
+	bool roce = wc_ah->type == RDMA_AH_ATTR_TYPE_ROCE;
+
+	memset(&job->path[0], 0, sizeof(job->path[0]) * (has_alt ? 2 : 1));
+	if (roce) {
+		enum ib_gid_type t = wc_ah->grh.sgid_attr->gid_type;
+
+		job->path[0].rec_type = sa_conv_gid_to_pathrec_type(t);
+		job->path[1].rec_type = job->path[0].rec_type;
+	} else {
+		cm_fix_routed_lids(&r->primary, job->recv->wc);
+		cm_fix_routed_lids(&r->alt, job->recv->wc);
+		job->path[0].rec_type = cm_ib_path_type(job->port, &r->primary);
+		job->path[1].rec_type = cm_ib_path_type(job->port, &r->alt);
+	}
+	cm_path_from_req(r, &r->primary, &job->path[0], job->recv->wc->slid);
+	if (has_alt)
+		cm_path_from_req(r, &r->alt, &job->path[1], r->alt.local_lid);
+	if (roce)
+		sa_path_set_dmac(&job->path[0], wc_ah->roce.dmac);
+	job->path[0].hop_limit = wc_ah->grh.hop_limit;
+}
+
 static void cm_req_rcvd(struct cm_job *job)
 {
 	struct cm_req_msg *m = (void *)job->recv->recv_buf.mad;
 	struct cm_av_draft wcd = {}, pd = {}, ad = {};
 	struct cm_id_private *priv, *listener;
-	const struct ib_gid_attr *gattr;
 	bool roce, has_alt, have_gid = false;
 	union ib_gid gid;
 	struct cmc_req r;
@@ -1617,64 +1671,21 @@ static void cm_req_rcvd(struct cm_job *job)
 	if (cm_draft_from_wc(job->port, job->recv, &wcd))
 		goto destroy;
 
-	/* Identity of the peer, also recorded for duplicate detection. */
-	priv->tid = m->hdr.tid;
-	priv->id.service_id = cpu_to_be64(r.service_id);
-	priv->id.remote_id = cpu_to_be32(r.local_comm_id);
-	priv->remote_qpn = cpu_to_be32(r.local_qpn);
-	priv->tw->remote_qpn = priv->remote_qpn;
-	priv->tw->remote_id = priv->id.remote_id;
-	priv->tw->remote_ca_guid = cpu_to_be64(r.local_ca_guid);
-
-	/* Connection parameters, seen from our side. */
-	priv->qp_type = cmc_qp_type_from_wire(r.transport, r.ext_transport);
-	priv->pkey = cpu_to_be16(r.pkey);
-	priv->path_mtu = r.mtu;
-	priv->sq_psn = cpu_to_be32(r.starting_psn);
-	priv->responder_resources = r.init_depth;
-	priv->initiator_depth = r.resp_resources;
-	priv->rnr_retry_count = r.rnr_retry;
-	priv->retry_count = r.retry_count;
-	priv->max_cm_retries = r.max_cm_retries;
-	priv->timeout_ms = cmc_iba_time_to_ms(r.local_resp_timeout);
-
-	/* Not visible to anyone yet; the lock only satisfies the accessors. */
-	spin_lock_irq(&priv->lock);
-	priv->id.state = IB_CM_REQ_RCVD;
-	spin_unlock_irq(&priv->lock);
-
+	/*
+	 * @priv is not published until it has a listener's handler: nothing
+	 * but this function reads it before the lock is taken below.
+	 */
+	cm_req_record(priv, m, &r);
 	listener = cm_req_match(job, priv);
 	if (!listener) {
 		trace_icm_no_listener_err(&priv->id);
-		spin_lock_irq(&priv->lock);
-		priv->id.state = IB_CM_IDLE;
-		spin_unlock_irq(&priv->lock);
 		cm_draft_release(&wcd);
 		goto destroy;
 	}
 
-	/* Paths as this side sees them; RoCE takes its type from the GID. */
-	memset(&job->path[0], 0, sizeof(job->path[0]) * (has_alt ? 2 : 1));
-	gattr = wcd.ah_attr.grh.sgid_attr;
+	cm_req_paths(job, &r, &wcd.ah_attr, has_alt);
 	roce = wcd.ah_attr.type == RDMA_AH_ATTR_TYPE_ROCE;
-	if (roce) {
-		job->path[0].rec_type =
-			sa_conv_gid_to_pathrec_type(gattr->gid_type);
-		job->path[1].rec_type = job->path[0].rec_type;
-	} else {
-		cm_fix_routed_lids(&r.primary, job->recv->wc);
-		cm_fix_routed_lids(&r.alt, job->recv->wc);
-		job->path[0].rec_type = cm_ib_path_type(job->port, &r.primary);
-		job->path[1].rec_type = cm_ib_path_type(job->port, &r.alt);
-	}
-	cm_path_from_req(&r, &r.primary, &job->path[0], job->recv->wc->slid);
-	if (has_alt)
-		cm_path_from_req(&r, &r.alt, &job->path[1], r.alt.local_lid);
-	if (roce)
-		sa_path_set_dmac(&job->path[0], wcd.ah_attr.roce.dmac);
-	job->path[0].hop_limit = wcd.ah_attr.grh.hop_limit;
-
-	ret = cm_draft_from_path(&job->path[0], gattr, &pd);
+	ret = cm_draft_from_path(&job->path[0], wcd.ah_attr.grh.sgid_attr, &pd);
 	if (!ret && has_alt)
 		ret = cm_draft_from_path(&job->path[1], NULL, &ad);
 	if (ret) {
@@ -1688,6 +1699,7 @@ static void cm_req_rcvd(struct cm_job *job)
 	}
 
 	spin_lock_irq(&priv->lock);
+	priv->id.state = IB_CM_REQ_RCVD;
 	cm_av_publish(priv, &priv->av, &wcd);
 	if (ret) {
 		/* Answer with the WC-derived AV, then drop the ID. */
