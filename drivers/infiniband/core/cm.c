@@ -1199,12 +1199,71 @@ static int cm_check_req_param(struct ib_cm_req_param *param)
 	return 0;
 }
 
+/* Remember what the REQ asks for; the QP attributes are built from it. */
+static void cm_req_commit(struct cm_id_private *priv,
+			  const struct ib_cm_req_param *param)
+{
+	const struct sa_path_rec *path = param->primary_path;
+
+	lockdep_assert_held(&priv->lock);
+	priv->id.service_id = param->service_id;
+	priv->qp_type = param->qp_type;
+	priv->local_qpn = cpu_to_be32(param->qp_num & 0xffffff);
+	priv->rq_psn = cpu_to_be32(param->starting_psn & 0xffffff);
+	priv->pkey = path->pkey;
+	priv->path_mtu = path->mtu;
+	priv->responder_resources = param->responder_resources;
+	priv->initiator_depth = param->initiator_depth;
+	priv->retry_count = param->retry_count;
+	/* Wait for an answer: a round trip plus the peer's response time. */
+	priv->max_cm_retries = param->max_cm_retries;
+	priv->timeout_ms = 2 * cmc_iba_time_to_ms(path->packet_life_time) +
+		cmc_iba_time_to_ms(param->remote_cm_response_timeout);
+}
+
+/* The fields of the REQ @cm_id sends for @param. */
+static void cm_req_fill(struct cmc_req *f, const struct ib_cm_id *cm_id,
+			const struct ib_cm_req_param *param, u8 ack_delay)
+{
+	const struct sa_path_rec *in = param->primary_path_inbound;
+
+	memset(f, 0, sizeof(*f));
+	f->local_comm_id = be32_to_cpu(cm_id->local_id);
+	f->vendor_id = param->ece.vendor_id;
+	f->service_id = be64_to_cpu(param->service_id);
+	f->local_ca_guid = be64_to_cpu(cm_id->device->node_guid);
+	f->local_qpn = param->qp_num;
+	f->init_depth = param->initiator_depth;
+	f->remote_resp_timeout = param->remote_cm_response_timeout;
+	cmc_qp_type_to_wire(param->qp_type, &f->transport, &f->ext_transport);
+	f->flow_ctrl = param->flow_control;
+	f->starting_psn = param->starting_psn;
+	f->local_resp_timeout = param->local_cm_response_timeout;
+	f->pkey = be16_to_cpu(param->primary_path->pkey);
+	f->mtu = param->primary_path->mtu;
+	f->max_cm_retries = param->max_cm_retries;
+	if (param->qp_type != IB_QPT_XRC_INI) {
+		f->resp_resources = param->responder_resources;
+		f->retry_count = param->retry_count;
+		f->rnr_retry = param->rnr_retry_count;
+		f->srq = param->srq;
+	}
+	cmc_path_from_sa(&f->primary, param->primary_path,
+			 in ? be16_to_cpu(in->ib.dlid) :
+			 be16_to_cpu(IB_LID_PERMISSIVE), ack_delay);
+	if (param->alternate_path)
+		cmc_path_from_sa(&f->alt, param->alternate_path,
+				 be16_to_cpu(IB_LID_PERMISSIVE), ack_delay);
+	f->pdata = param->private_data;
+	f->pdata_len = param->private_data_len;
+}
+
 int ib_send_cm_req(struct ib_cm_id *cm_id, struct ib_cm_req_param *param)
 {
 	struct cm_id_private *priv = to_priv(cm_id);
 	struct cm_av_draft pri = {}, alt = {};
 	struct ib_mad_send_buf *msg;
-	struct cmc_req f = {};
+	struct cmc_req f;
 	struct cm_tw *tw;
 	unsigned long flags;
 	u8 ack_delay;
@@ -1241,20 +1300,7 @@ int ib_send_cm_req(struct ib_cm_id *cm_id, struct ib_cm_req_param *param)
 	priv->tw = tw;
 	tw = NULL;
 
-	cm_id->service_id = param->service_id;
-	priv->qp_type = param->qp_type;
-	priv->local_qpn = cpu_to_be32(param->qp_num & 0xffffff);
-	priv->rq_psn = cpu_to_be32(param->starting_psn & 0xffffff);
-	priv->pkey = param->primary_path->pkey;
-	priv->path_mtu = param->primary_path->mtu;
-	priv->responder_resources = param->responder_resources;
-	priv->initiator_depth = param->initiator_depth;
-	priv->retry_count = param->retry_count;
-	/* Wait for an answer: a round trip plus the peer's response time. */
-	priv->max_cm_retries = param->max_cm_retries;
-	priv->timeout_ms =
-		2 * cmc_iba_time_to_ms(param->primary_path->packet_life_time) +
-		cmc_iba_time_to_ms(param->remote_cm_response_timeout);
+	cm_req_commit(priv, param);
 
 	msg = cm_id_msg(priv);
 	if (IS_ERR(msg)) {
@@ -1264,35 +1310,7 @@ int ib_send_cm_req(struct ib_cm_id *cm_id, struct ib_cm_req_param *param)
 	priv->tid = cm_new_tid(priv, msg);
 	ack_delay = cm_av_port(priv, &priv->av)->dev->ack_delay;
 
-	f.local_comm_id = be32_to_cpu(cm_id->local_id);
-	f.vendor_id = param->ece.vendor_id;
-	f.service_id = be64_to_cpu(param->service_id);
-	f.local_ca_guid = be64_to_cpu(cm_id->device->node_guid);
-	f.local_qpn = param->qp_num;
-	f.init_depth = param->initiator_depth;
-	f.remote_resp_timeout = param->remote_cm_response_timeout;
-	cmc_qp_type_to_wire(param->qp_type, &f.transport, &f.ext_transport);
-	f.flow_ctrl = param->flow_control;
-	f.starting_psn = param->starting_psn;
-	f.local_resp_timeout = param->local_cm_response_timeout;
-	f.pkey = be16_to_cpu(param->primary_path->pkey);
-	f.mtu = param->primary_path->mtu;
-	f.max_cm_retries = param->max_cm_retries;
-	if (param->qp_type != IB_QPT_XRC_INI) {
-		f.resp_resources = param->responder_resources;
-		f.retry_count = param->retry_count;
-		f.rnr_retry = param->rnr_retry_count;
-		f.srq = param->srq;
-	}
-	cmc_path_from_sa(&f.primary, param->primary_path,
-			 param->primary_path_inbound ?
-			 be16_to_cpu(param->primary_path_inbound->ib.dlid) :
-			 be16_to_cpu(IB_LID_PERMISSIVE), ack_delay);
-	if (param->alternate_path)
-		cmc_path_from_sa(&f.alt, param->alternate_path,
-				 be16_to_cpu(IB_LID_PERMISSIVE), ack_delay);
-	f.pdata = param->private_data;
-	f.pdata_len = param->private_data_len;
+	cm_req_fill(&f, cm_id, param, ack_delay);
 
 	cmc_put_hdr(msg->mad, CM_REQ_ATTR_ID, priv->tid, param->ece.attr_mod);
 	cmc_put_req(msg->mad, &f);
