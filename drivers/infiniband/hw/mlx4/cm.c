@@ -704,6 +704,83 @@ static void pvcm_event_locked(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e,
 static bool pvcm_note_out(struct pvcm_entry *e, u32 peer, bool sidr);
 
 /*
+ * A new entry for (slave, sl_cm_id), not yet published, with its id
+ * reserved in pv->pv_ids (the index in @id); pvcm_discard() and an
+ * xa_erase() of @id give both back.
+ */
+static struct pvcm_entry *pvcm_entry_new(struct mlx4_ib_pvcm *pv, u32 slave,
+					 u32 sl_cm_id, u32 peer, bool sidr,
+					 u32 *id)
+{
+	struct pvcm_entry *e;
+	int ret;
+
+	if (pvcm_fault())
+		return ERR_PTR(-ENOMEM);
+	e = kmem_cache_alloc(pvcm_cache, GFP_KERNEL);
+	if (!e)
+		return ERR_PTR(-ENOMEM);
+	atomic_long_inc(&pvcm_objects);
+	e->key.sl_cm_id = sl_cm_id;
+	e->key.slave = slave;
+	e->state = PVCM_PENDING;
+	e->indexed = 0;
+	e->remote_id = peer;
+	e->sidr = sidr;
+	e->idle = 0;
+	refcount_set(&e->ref, 1);	/* the map's */
+
+	/* reserve the id; lookups see it only once the entry is complete */
+	ret = -ENOMEM;
+	if (!pvcm_fault())
+		ret = xa_alloc_cyclic(&pv->pv_ids, id, NULL,
+				      XA_LIMIT(1, S32_MAX), &pv->pv_next,
+				      GFP_KERNEL);
+	if (ret < 0) {
+		pvcm_discard(e);
+		return ERR_PTR(ret);
+	}
+	e->pv_cm_id = pvcm_id_of(pv, *id);
+	return e;
+}
+
+/*
+ * A concurrent creator's live entry @old holds (slave, sl_cm_id): it
+ * answers for the new MAD too if that names the same peer.
+ */
+static int pvcm_join_live(struct mlx4_ib_pvcm *pv, struct pvcm_entry *old,
+			  u32 peer, bool sidr, u8 ev, u32 *pv_cm_id)
+{
+	lockdep_assert_held(&pv->lock);
+	if (!pvcm_note_out(old, peer, sidr))
+		return -EPERM;	/* it answers another requester */
+	*pv_cm_id = old->pv_cm_id;
+	if (pvcm_event_needed(old, ev))
+		pvcm_event_locked(pv, old, ev);
+	return 0;
+}
+
+/* Make @e, indexed by (slave, sl_cm_id) already, visible under its id. */
+static void pvcm_publish_locked(struct mlx4_ib_pvcm *pv,
+				struct mlx4_ib_pvcm_slave *s,
+				struct pvcm_entry *e, u32 id)
+{
+	lockdep_assert_held(&pv->lock);
+	e->indexed = 1;
+	/*
+	 * xa_alloc_cyclic() reserved the index, and a reserved index is only
+	 * ever stored to or erased by the creator that reserved it: the store
+	 * replaces the reservation in place, allocates nothing and cannot
+	 * fail.
+	 */
+	xa_store(&pv->pv_ids, id, e, GFP_ATOMIC);
+	list_add_tail(&e->link, &s->pending);
+	s->nr_live++;
+	s->allocated++;
+	pvcm_arm(pv, e->deadline);
+}
+
+/*
  * Create the entry for (slave, sl_cm_id) with the peer's comm id @peer
  * (0: not known yet) and the SIDR flag @sidr of the VF's MAD that creates
  * it, apply @ev to it under the same hold of pv->lock and return its id in
@@ -723,26 +800,9 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	u32 id;
 	int ret;
 
-	e = pvcm_fault() ? NULL : kmem_cache_alloc(pvcm_cache, GFP_KERNEL);
-	if (!e)
-		return -ENOMEM;
-	atomic_long_inc(&pvcm_objects);
-	e->key.sl_cm_id = sl_cm_id;
-	e->key.slave = slave;
-	e->state = PVCM_PENDING;
-	e->indexed = 0;
-	e->remote_id = peer;
-	e->sidr = sidr;
-	e->idle = 0;
-	refcount_set(&e->ref, 1);	/* the map's */
-
-	/* reserve the id; lookups see it only once the entry is complete */
-	ret = pvcm_fault() ? -ENOMEM :
-	      xa_alloc_cyclic(&pv->pv_ids, &id, NULL, XA_LIMIT(1, S32_MAX),
-			      &pv->pv_next, GFP_KERNEL);
-	if (ret < 0)
-		goto free;
-	e->pv_cm_id = pvcm_id_of(pv, id);
+	e = pvcm_entry_new(pv, slave, sl_cm_id, peer, sidr, &id);
+	if (IS_ERR(e))
+		return PTR_ERR(e);
 
 	spin_lock(&pv->lock);
 	/*
@@ -764,25 +824,19 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 		ret = -EDQUOT;
 		goto unlock;
 	}
-	old = pvcm_fault() ? ERR_PTR(-ENOMEM) :
-	      rhashtable_lookup_get_insert_fast(&pv->sl_ids, &e->hnode,
+	if (pvcm_fault()) {
+		ret = -ENOMEM;
+		goto unlock;
+	}
+	old = rhashtable_lookup_get_insert_fast(&pv->sl_ids, &e->hnode,
 						pvcm_sl_params);
 	if (IS_ERR(old)) {
 		ret = PTR_ERR(old);
 		goto unlock;
 	}
 	if (old && pvcm_live(pv, old)) {
-		ret = -EPERM;	/* it answers another requester */
-		if (pvcm_note_out(old, peer, sidr)) {
-			*pv_cm_id = old->pv_cm_id;
-			if (pvcm_event_needed(old, ev))
-				pvcm_event_locked(pv, old, ev);
-			ret = 0;
-		}
-		spin_unlock(&pv->lock);
-		xa_erase(&pv->pv_ids, id);
-		pvcm_discard(e);
-		return ret;
+		ret = pvcm_join_live(pv, old, peer, sidr, ev, pv_cm_id);
+		goto unlock;
 	}
 	if (old) {
 		ret = rhashtable_replace_fast(&pv->sl_ids, &old->hnode,
@@ -791,18 +845,7 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 			goto unlock;
 		old->indexed = 0;
 	}
-	e->indexed = 1;
-	/*
-	 * xa_alloc_cyclic() reserved the index, and a reserved index is only
-	 * ever stored to or erased by the creator that reserved it: the store
-	 * replaces the reservation in place, allocates nothing and cannot
-	 * fail.
-	 */
-	xa_store(&pv->pv_ids, id, e, GFP_ATOMIC);
-	list_add_tail(&e->link, &s->pending);
-	s->nr_live++;
-	s->allocated++;
-	pvcm_arm(pv, e->deadline);
+	pvcm_publish_locked(pv, s, e, id);
 	*pv_cm_id = e->pv_cm_id;
 	if (pvcm_event_needed(e, ev))	/* not the refresh of a new entry */
 		pvcm_event_locked(pv, e, ev);
@@ -813,7 +856,6 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 unlock:
 	spin_unlock(&pv->lock);
 	xa_erase(&pv->pv_ids, id);
-free:
 	pvcm_discard(e);
 	return ret;
 }
