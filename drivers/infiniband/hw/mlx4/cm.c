@@ -2179,7 +2179,15 @@ void mlx4_ib_cm_paravirt_destroy(struct mlx4_ib_dev *dev)
 	pvcm_teardown(pv);
 }
 
-/* the constructor also keeps the cache unmerged, so leaks show by name */
+/*
+ * Entries are freed after a grace period (no SLAB_TYPESAFE_BY_RCU), so no
+ * lookup depends on a constructed state.  The constructor is there because
+ * a cache with one is never merged with another (the 6.1 slab allocators
+ * have no SLAB_NO_MERGE): kmem_cache_destroy() then checks this cache for
+ * entries left behind and reports them under its own name, and
+ * /sys/kernel/slab shows only these entries.  Objects go back to the cache
+ * in the state it makes, a zero reference count (see pvcm_discard()).
+ */
 static void pvcm_entry_ctor(void *obj)
 {
 	struct pvcm_entry *e = obj;
