@@ -1961,6 +1961,41 @@ int mlx4_ib_pvcm_get_stats(struct mlx4_ib_dev *dev, int slave,
 	return 0;
 }
 
+/* Names of the device totals among the device's hardware counters. */
+const struct rdma_stat_desc mlx4_ib_pvcm_hw_stat_descs[MLX4_IB_PVCM_HW_STATS] = {
+	{ .name = "pvcm_live" },
+	{ .name = "pvcm_timewait" },
+	{ .name = "pvcm_allocated" },
+	{ .name = "pvcm_freed" },
+	{ .name = "pvcm_dropped" },
+	{ .name = "pvcm_cap_hits" },
+	{ .name = "pvcm_routes" },
+};
+
+/**
+ * mlx4_ib_pvcm_hw_stats() - read the device totals as hardware counters
+ * @dev: the device
+ * @value: filled with MLX4_IB_PVCM_HW_STATS values, in the order of
+ *	mlx4_ib_pvcm_hw_stat_descs
+ *
+ * All zero while the cache is not set up.  Takes each slave's counters
+ * under pv->lock in turn, so the totals may mix two moments; process
+ * context, as the get_hw_stats op of the device is called in.
+ */
+void mlx4_ib_pvcm_hw_stats(struct mlx4_ib_dev *dev, u64 *value)
+{
+	struct mlx4_ib_pvcm_stats st;
+
+	mlx4_ib_pvcm_get_stats(dev, -1, &st);
+	value[0] = st.live;
+	value[1] = st.timewait;
+	value[2] = st.allocated;
+	value[3] = st.freed;
+	value[4] = st.dropped;
+	value[5] = st.cap_hits;
+	value[6] = st.routes;
+}
+
 static void pvcm_show_line(struct seq_file *m, const char *who,
 			   const struct mlx4_ib_pvcm_stats *st)
 {

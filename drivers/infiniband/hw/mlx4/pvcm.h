@@ -19,6 +19,7 @@
 #include <linux/xarray.h>
 #include <linux/rhashtable-types.h>
 #include <linux/mlx4/device.h>
+#include <rdma/ib_verbs.h>
 
 struct dentry;
 struct mlx4_ib_dev;
@@ -145,5 +146,11 @@ struct mlx4_ib_pvcm_stats {
 
 int mlx4_ib_pvcm_get_stats(struct mlx4_ib_dev *dev, int slave,
 			   struct mlx4_ib_pvcm_stats *st);
+
+/* The device totals as hardware counters: live ... routes, in that order. */
+#define MLX4_IB_PVCM_HW_STATS	7
+extern const struct rdma_stat_desc
+	mlx4_ib_pvcm_hw_stat_descs[MLX4_IB_PVCM_HW_STATS];
+void mlx4_ib_pvcm_hw_stats(struct mlx4_ib_dev *dev, u64 *value);
 
 #endif /* MLX4_IB_PVCM_H */
