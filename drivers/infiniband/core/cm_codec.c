@@ -1,120 +1,80 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * IBTA vol 1 chapter 12 message layouts, written and read with explicit
- * byte offsets.  Offsets below are relative to the start of the CM payload,
- * i.e. they follow the 24 byte common MAD header, exactly as the tables in
- * the specification count them.  Bit positions use the specification's
- * Byte[Bit] notation: bit 0 is the most significant bit of the byte.
+ * IBTA vol 1 chapter 12 messages, written and read through the field
+ * descriptors of <rdma/ibta_vol1_c12.h>: every field is named as the
+ * specification's tables name it (CM_REQ_LOCAL_COMM_ID, ...), and its
+ * byte offset, bit position and width are those the kernel defines for
+ * it.  Every field this codec handles has a descriptor there, in 6.1 and
+ * in 6.12 alike; the common MAD header has none and is written through
+ * struct ib_mad_hdr.
  */
 #include <linux/kernel.h>
 #include <linux/string.h>
-#ifdef HAVE_LINUX_UNALIGNED_H
-#include <linux/unaligned.h>
-#else
-#include <asm/unaligned.h>
-#endif
 
 #include <rdma/opa_addr.h>
 
 #include "cm_codec.h"
 
-#define CMC_HDR_LEN	sizeof(struct ib_mad_hdr)
+/*
+ * Byte fields (private data, ARI, GIDs) as iba.h locates them, for what
+ * iba.h does not offer: the field's size, a read-only pointer into a const
+ * message, and a copy cut to the field's size.  The first two also check
+ * at build time that the descriptor is of a byte field inside its message.
+ */
+#define CMC_MEM_SIZE(field) _CMC_MEM_SIZE(field)
+#define _CMC_MEM_SIZE(field_struct, field_offset, type, num_bits)	\
+	((num_bits) / 8 +						\
+	 BUILD_BUG_ON_ZERO((field_offset) >= sizeof(field_struct)))
 
-static u8 *cmc_at(void *mad, unsigned int off)
-{
-	return (u8 *)mad + CMC_HDR_LEN + off;
-}
+#define CMC_GET_MEM_CPTR(field, ptr) _CMC_GET_MEM_CPTR(field, ptr)
+#define _CMC_GET_MEM_CPTR(field_struct, field_offset, type, num_bits, ptr) \
+	({								\
+		const typeof(field_struct) *_cptr = (ptr);		\
+									\
+		(const type *)((const u8 *)_cptr + (field_offset) +	\
+			       BUILD_BUG_ON_ZERO((num_bits) % 8));	\
+	})
 
-static const u8 *cmc_cat(const void *mad, unsigned int off)
-{
-	return (const u8 *)mad + CMC_HDR_LEN + off;
-}
+#define CMC_SET_MEM(field, ptr, src, len) _CMC_SET_MEM(field, ptr, src, len)
+#define _CMC_SET_MEM(field_struct, field_offset, type, num_bits, ptr, src, \
+		     len)						\
+	({								\
+		typeof(field_struct) *_sptr = (ptr);			\
+		const type *_src = (src);				\
+									\
+		cmc_copy_in((u8 *)_sptr + (field_offset), (num_bits) / 8, \
+			    _src, len);					\
+	})
 
-/* Store @width bits of @val at byte @off, starting at spec bit @bit. */
-static void cmc_wbits(void *mad, unsigned int off, unsigned int bit,
-		      unsigned int width, u32 val)
-{
-	unsigned int shift = 8 - bit - width;
-	u8 mask = ((1U << width) - 1) << shift;
-	u8 *p = cmc_at(mad, off);
-
-	*p = (*p & ~mask) | ((val << shift) & mask);
-}
-
-static u8 cmc_rbits(const void *mad, unsigned int off, unsigned int bit,
-		    unsigned int width)
-{
-	unsigned int shift = 8 - bit - width;
-
-	return (*cmc_cat(mad, off) >> shift) & ((1U << width) - 1);
-}
-
-static void cmc_w16(void *mad, unsigned int off, u16 val)
-{
-	put_unaligned_be16(val, cmc_at(mad, off));
-}
-
-static u16 cmc_r16(const void *mad, unsigned int off)
-{
-	return get_unaligned_be16(cmc_cat(mad, off));
-}
-
-/* 24 bit quantities (QPNs, PSNs, EECNs) occupy three whole bytes. */
-static void cmc_w24(void *mad, unsigned int off, u32 val)
-{
-	u8 *p = cmc_at(mad, off);
-
-	p[0] = (val >> 16) & 0xff;
-	p[1] = (val >> 8) & 0xff;
-	p[2] = val & 0xff;
-}
-
-static u32 cmc_r24(const void *mad, unsigned int off)
-{
-	const u8 *p = cmc_cat(mad, off);
-
-	return (p[0] << 16) | (p[1] << 8) | p[2];
-}
-
-static void cmc_w32(void *mad, unsigned int off, u32 val)
-{
-	put_unaligned_be32(val, cmc_at(mad, off));
-}
-
-static u32 cmc_r32(const void *mad, unsigned int off)
-{
-	return get_unaligned_be32(cmc_cat(mad, off));
-}
-
-static void cmc_w64(void *mad, unsigned int off, u64 val)
-{
-	put_unaligned_be64(val, cmc_at(mad, off));
-}
-
-static u64 cmc_r64(const void *mad, unsigned int off)
-{
-	return get_unaligned_be64(cmc_cat(mad, off));
-}
-
-static void cmc_wmem(void *mad, unsigned int off, const void *src,
-		     unsigned int len, unsigned int room)
+/* Copy @len bytes of @src, at most @room, into a field; none without data. */
+static void cmc_copy_in(void *field, unsigned int room, const void *src,
+			unsigned int len)
 {
 	if (src && len)
-		memcpy(cmc_at(mad, off), src, min(len, room));
+		memcpy(field, src, min(len, room));
 }
 
-/* 20 bit flow label in the upper bits of a 32 bit word. */
-static void cmc_wflow(void *mad, unsigned int off, u32 flow)
-{
-	u32 word = cmc_r32(mad, off) & 0xfff;
-
-	cmc_w32(mad, off, word | ((flow & 0xfffff) << 12));
-}
-
-static u32 cmc_rflow(const void *mad, unsigned int off)
-{
-	return cmc_r32(mad, off) >> 12;
-}
+/* The API's sizes are those of the fields. */
+static_assert(CMC_MEM_SIZE(CM_REQ_PRIVATE_DATA) == IB_CM_REQ_PRIVATE_DATA_SIZE);
+static_assert(CMC_MEM_SIZE(CM_MRA_PRIVATE_DATA) == IB_CM_MRA_PRIVATE_DATA_SIZE);
+static_assert(CMC_MEM_SIZE(CM_REJ_ARI) == IB_CM_REJ_ARI_LENGTH);
+static_assert(CMC_MEM_SIZE(CM_REJ_PRIVATE_DATA) == IB_CM_REJ_PRIVATE_DATA_SIZE);
+static_assert(CMC_MEM_SIZE(CM_REP_PRIVATE_DATA) == IB_CM_REP_PRIVATE_DATA_SIZE);
+static_assert(CMC_MEM_SIZE(CM_RTU_PRIVATE_DATA) == IB_CM_RTU_PRIVATE_DATA_SIZE);
+static_assert(CMC_MEM_SIZE(CM_DREQ_PRIVATE_DATA) ==
+	      IB_CM_DREQ_PRIVATE_DATA_SIZE);
+static_assert(CMC_MEM_SIZE(CM_DREP_PRIVATE_DATA) ==
+	      IB_CM_DREP_PRIVATE_DATA_SIZE);
+static_assert(CMC_MEM_SIZE(CM_LAP_PRIVATE_DATA) == IB_CM_LAP_PRIVATE_DATA_SIZE);
+static_assert(CMC_MEM_SIZE(CM_APR_ADDITIONAL_INFORMATION) ==
+	      IB_CM_APR_INFO_LENGTH);
+static_assert(CMC_MEM_SIZE(CM_APR_PRIVATE_DATA) == IB_CM_APR_PRIVATE_DATA_SIZE);
+static_assert(CMC_MEM_SIZE(CM_SIDR_REQ_PRIVATE_DATA) ==
+	      IB_CM_SIDR_REQ_PRIVATE_DATA_SIZE);
+static_assert(CMC_MEM_SIZE(CM_SIDR_REP_ADDITIONAL_INFORMATION) ==
+	      IB_CM_SIDR_REP_INFO_LENGTH);
+static_assert(CMC_MEM_SIZE(CM_SIDR_REP_PRIVATE_DATA) ==
+	      IB_CM_SIDR_REP_PRIVATE_DATA_SIZE);
 
 void cmc_put_hdr(struct ib_mad_hdr *hdr, __be16 attr_id, __be64 tid,
 		 u32 attr_mod)
@@ -156,105 +116,111 @@ enum ib_qp_type cmc_qp_type_from_wire(u8 transport, u8 ext)
 }
 
 /*
- * A REQ path block is 44 bytes: two LIDs, two GIDs, flow label/rate word,
- * traffic class, hop limit, SL/subnet-local and the local ACK timeout.
- * The alternate block starts 44 bytes after the primary one.
+ * A path block (the REQ's primary and alternate paths, the LAP's
+ * alternate path) has the same fields under each of its three prefixes:
+ * @blk is REQ_PRIMARY, REQ_ALTERNATE or LAP_ALTERNATE, pasted into the
+ * descriptor names (CM_REQ_PRIMARY_SL, ...).
  */
-#define CMC_REQ_PRIMARY	52
-#define CMC_REQ_ALT	96
+#define CMC_PUT_PATH(msg, blk, path) do {				\
+	typeof(msg) _m = (msg);						\
+	const struct cmc_path *_p = (path);				\
+									\
+	IBA_SET(CM_##blk##_LOCAL_PORT_LID, _m, _p->local_lid);		\
+	IBA_SET(CM_##blk##_REMOTE_PORT_LID, _m, _p->remote_lid);	\
+	IBA_SET_MEM(CM_##blk##_LOCAL_PORT_GID, _m, &_p->local_gid,	\
+		    sizeof(_p->local_gid));				\
+	IBA_SET_MEM(CM_##blk##_REMOTE_PORT_GID, _m, &_p->remote_gid,	\
+		    sizeof(_p->remote_gid));				\
+	IBA_SET(CM_##blk##_FLOW_LABEL, _m, _p->flow_label);		\
+	IBA_SET(CM_##blk##_PACKET_RATE, _m, _p->rate);			\
+	IBA_SET(CM_##blk##_TRAFFIC_CLASS, _m, _p->tclass);		\
+	IBA_SET(CM_##blk##_HOP_LIMIT, _m, _p->hop_limit);		\
+	IBA_SET(CM_##blk##_SL, _m, _p->sl);				\
+	IBA_SET(CM_##blk##_SUBNET_LOCAL, _m, _p->subnet_local);		\
+	IBA_SET(CM_##blk##_LOCAL_ACK_TIMEOUT, _m, _p->ack_timeout);	\
+} while (0)
 
-static void cmc_put_path(void *mad, unsigned int base,
-			 const struct cmc_path *p)
-{
-	cmc_w16(mad, base, p->local_lid);
-	cmc_w16(mad, base + 2, p->remote_lid);
-	memcpy(cmc_at(mad, base + 4), p->local_gid.raw, 16);
-	memcpy(cmc_at(mad, base + 20), p->remote_gid.raw, 16);
-	cmc_wflow(mad, base + 36, p->flow_label);
-	cmc_wbits(mad, base + 39, 2, 6, p->rate);
-	*cmc_at(mad, base + 40) = p->tclass;
-	*cmc_at(mad, base + 41) = p->hop_limit;
-	cmc_wbits(mad, base + 42, 0, 4, p->sl);
-	cmc_wbits(mad, base + 42, 4, 1, p->subnet_local);
-	cmc_wbits(mad, base + 43, 0, 5, p->ack_timeout);
-}
-
-static void cmc_get_path(const void *mad, unsigned int base,
-			 struct cmc_path *p)
-{
-	p->local_lid = cmc_r16(mad, base);
-	p->remote_lid = cmc_r16(mad, base + 2);
-	memcpy(p->local_gid.raw, cmc_cat(mad, base + 4), 16);
-	memcpy(p->remote_gid.raw, cmc_cat(mad, base + 20), 16);
-	p->flow_label = cmc_rflow(mad, base + 36);
-	p->rate = cmc_rbits(mad, base + 39, 2, 6);
-	p->tclass = *cmc_cat(mad, base + 40);
-	p->hop_limit = *cmc_cat(mad, base + 41);
-	p->sl = cmc_rbits(mad, base + 42, 0, 4);
-	p->subnet_local = cmc_rbits(mad, base + 42, 4, 1);
-	p->ack_timeout = cmc_rbits(mad, base + 43, 0, 5);
-}
+#define CMC_GET_PATH(msg, blk, path) do {				\
+	typeof(msg) _m = (msg);						\
+	struct cmc_path *_p = (path);					\
+									\
+	_p->local_lid = IBA_GET(CM_##blk##_LOCAL_PORT_LID, _m);		\
+	_p->remote_lid = IBA_GET(CM_##blk##_REMOTE_PORT_LID, _m);	\
+	memcpy(&_p->local_gid,						\
+	       CMC_GET_MEM_CPTR(CM_##blk##_LOCAL_PORT_GID, _m),		\
+	       sizeof(_p->local_gid));					\
+	memcpy(&_p->remote_gid,						\
+	       CMC_GET_MEM_CPTR(CM_##blk##_REMOTE_PORT_GID, _m),	\
+	       sizeof(_p->remote_gid));					\
+	_p->flow_label = IBA_GET(CM_##blk##_FLOW_LABEL, _m);		\
+	_p->rate = IBA_GET(CM_##blk##_PACKET_RATE, _m);			\
+	_p->tclass = IBA_GET(CM_##blk##_TRAFFIC_CLASS, _m);		\
+	_p->hop_limit = IBA_GET(CM_##blk##_HOP_LIMIT, _m);		\
+	_p->sl = IBA_GET(CM_##blk##_SL, _m);				\
+	_p->subnet_local = IBA_GET(CM_##blk##_SUBNET_LOCAL, _m);	\
+	_p->ack_timeout = IBA_GET(CM_##blk##_LOCAL_ACK_TIMEOUT, _m);	\
+} while (0)
 
 void cmc_put_req(struct cm_req_msg *m, const struct cmc_req *f)
 {
-	cmc_w32(m, 0, f->local_comm_id);
-	cmc_w24(m, 5, f->vendor_id);
-	cmc_w64(m, 8, f->service_id);
-	cmc_w64(m, 16, f->local_ca_guid);
-	cmc_w32(m, 28, f->local_qkey);
-	cmc_w24(m, 32, f->local_qpn);
-	*cmc_at(m, 35) = f->resp_resources;
-	cmc_w24(m, 36, f->local_eecn);
-	*cmc_at(m, 39) = f->init_depth;
-	cmc_w24(m, 40, f->remote_eecn);
-	cmc_wbits(m, 43, 0, 5, f->remote_resp_timeout);
-	cmc_wbits(m, 43, 5, 2, f->transport);
-	cmc_wbits(m, 43, 7, 1, f->flow_ctrl);
-	cmc_w24(m, 44, f->starting_psn);
-	cmc_wbits(m, 47, 0, 5, f->local_resp_timeout);
-	cmc_wbits(m, 47, 5, 3, f->retry_count);
-	cmc_w16(m, 48, f->pkey);
-	cmc_wbits(m, 50, 0, 4, f->mtu);
-	cmc_wbits(m, 50, 4, 1, f->rdc_exists);
-	cmc_wbits(m, 50, 5, 3, f->rnr_retry);
-	cmc_wbits(m, 51, 0, 4, f->max_cm_retries);
-	cmc_wbits(m, 51, 4, 1, f->srq);
-	cmc_wbits(m, 51, 5, 3, f->ext_transport);
-	cmc_put_path(m, CMC_REQ_PRIMARY, &f->primary);
-	cmc_put_path(m, CMC_REQ_ALT, &f->alt);
-	cmc_wbits(m, CMC_REQ_ALT + 43, 5, 1, f->sap_supported);
-	cmc_wmem(m, 140, f->pdata, f->pdata_len, IB_CM_REQ_PRIVATE_DATA_SIZE);
+	IBA_SET(CM_REQ_LOCAL_COMM_ID, m, f->local_comm_id);
+	IBA_SET(CM_REQ_VENDOR_ID, m, f->vendor_id);
+	IBA_SET(CM_REQ_SERVICE_ID, m, f->service_id);
+	IBA_SET(CM_REQ_LOCAL_CA_GUID, m, f->local_ca_guid);
+	IBA_SET(CM_REQ_LOCAL_Q_KEY, m, f->local_qkey);
+	IBA_SET(CM_REQ_LOCAL_QPN, m, f->local_qpn);
+	IBA_SET(CM_REQ_RESPONDER_RESOURCES, m, f->resp_resources);
+	IBA_SET(CM_REQ_LOCAL_EECN, m, f->local_eecn);
+	IBA_SET(CM_REQ_INITIATOR_DEPTH, m, f->init_depth);
+	IBA_SET(CM_REQ_REMOTE_EECN, m, f->remote_eecn);
+	IBA_SET(CM_REQ_REMOTE_CM_RESPONSE_TIMEOUT, m, f->remote_resp_timeout);
+	IBA_SET(CM_REQ_TRANSPORT_SERVICE_TYPE, m, f->transport);
+	IBA_SET(CM_REQ_END_TO_END_FLOW_CONTROL, m, f->flow_ctrl);
+	IBA_SET(CM_REQ_STARTING_PSN, m, f->starting_psn);
+	IBA_SET(CM_REQ_LOCAL_CM_RESPONSE_TIMEOUT, m, f->local_resp_timeout);
+	IBA_SET(CM_REQ_RETRY_COUNT, m, f->retry_count);
+	IBA_SET(CM_REQ_PARTITION_KEY, m, f->pkey);
+	IBA_SET(CM_REQ_PATH_PACKET_PAYLOAD_MTU, m, f->mtu);
+	IBA_SET(CM_REQ_RDC_EXISTS, m, f->rdc_exists);
+	IBA_SET(CM_REQ_RNR_RETRY_COUNT, m, f->rnr_retry);
+	IBA_SET(CM_REQ_MAX_CM_RETRIES, m, f->max_cm_retries);
+	IBA_SET(CM_REQ_SRQ, m, f->srq);
+	IBA_SET(CM_REQ_EXTENDED_TRANSPORT_TYPE, m, f->ext_transport);
+	CMC_PUT_PATH(m, REQ_PRIMARY, &f->primary);
+	CMC_PUT_PATH(m, REQ_ALTERNATE, &f->alt);
+	IBA_SET(CM_REQ_SAP_SUPPORTED, m, f->sap_supported);
+	CMC_SET_MEM(CM_REQ_PRIVATE_DATA, m, f->pdata, f->pdata_len);
 }
 
 void cmc_get_req(const struct cm_req_msg *m, struct cmc_req *f)
 {
-	f->local_comm_id = cmc_r32(m, 0);
-	f->vendor_id = cmc_r24(m, 5);
-	f->service_id = cmc_r64(m, 8);
-	f->local_ca_guid = cmc_r64(m, 16);
-	f->local_qkey = cmc_r32(m, 28);
-	f->local_qpn = cmc_r24(m, 32);
-	f->resp_resources = *cmc_cat(m, 35);
-	f->local_eecn = cmc_r24(m, 36);
-	f->init_depth = *cmc_cat(m, 39);
-	f->remote_eecn = cmc_r24(m, 40);
-	f->remote_resp_timeout = cmc_rbits(m, 43, 0, 5);
-	f->transport = cmc_rbits(m, 43, 5, 2);
-	f->flow_ctrl = cmc_rbits(m, 43, 7, 1);
-	f->starting_psn = cmc_r24(m, 44);
-	f->local_resp_timeout = cmc_rbits(m, 47, 0, 5);
-	f->retry_count = cmc_rbits(m, 47, 5, 3);
-	f->pkey = cmc_r16(m, 48);
-	f->mtu = cmc_rbits(m, 50, 0, 4);
-	f->rdc_exists = cmc_rbits(m, 50, 4, 1);
-	f->rnr_retry = cmc_rbits(m, 50, 5, 3);
-	f->max_cm_retries = cmc_rbits(m, 51, 0, 4);
-	f->srq = cmc_rbits(m, 51, 4, 1);
-	f->ext_transport = cmc_rbits(m, 51, 5, 3);
-	cmc_get_path(m, CMC_REQ_PRIMARY, &f->primary);
-	cmc_get_path(m, CMC_REQ_ALT, &f->alt);
-	f->sap_supported = cmc_rbits(m, CMC_REQ_ALT + 43, 5, 1);
-	f->pdata = cmc_cat(m, 140);
+	f->local_comm_id = IBA_GET(CM_REQ_LOCAL_COMM_ID, m);
+	f->vendor_id = IBA_GET(CM_REQ_VENDOR_ID, m);
+	f->service_id = IBA_GET(CM_REQ_SERVICE_ID, m);
+	f->local_ca_guid = IBA_GET(CM_REQ_LOCAL_CA_GUID, m);
+	f->local_qkey = IBA_GET(CM_REQ_LOCAL_Q_KEY, m);
+	f->local_qpn = IBA_GET(CM_REQ_LOCAL_QPN, m);
+	f->resp_resources = IBA_GET(CM_REQ_RESPONDER_RESOURCES, m);
+	f->local_eecn = IBA_GET(CM_REQ_LOCAL_EECN, m);
+	f->init_depth = IBA_GET(CM_REQ_INITIATOR_DEPTH, m);
+	f->remote_eecn = IBA_GET(CM_REQ_REMOTE_EECN, m);
+	f->remote_resp_timeout = IBA_GET(CM_REQ_REMOTE_CM_RESPONSE_TIMEOUT, m);
+	f->transport = IBA_GET(CM_REQ_TRANSPORT_SERVICE_TYPE, m);
+	f->flow_ctrl = IBA_GET(CM_REQ_END_TO_END_FLOW_CONTROL, m);
+	f->starting_psn = IBA_GET(CM_REQ_STARTING_PSN, m);
+	f->local_resp_timeout = IBA_GET(CM_REQ_LOCAL_CM_RESPONSE_TIMEOUT, m);
+	f->retry_count = IBA_GET(CM_REQ_RETRY_COUNT, m);
+	f->pkey = IBA_GET(CM_REQ_PARTITION_KEY, m);
+	f->mtu = IBA_GET(CM_REQ_PATH_PACKET_PAYLOAD_MTU, m);
+	f->rdc_exists = IBA_GET(CM_REQ_RDC_EXISTS, m);
+	f->rnr_retry = IBA_GET(CM_REQ_RNR_RETRY_COUNT, m);
+	f->max_cm_retries = IBA_GET(CM_REQ_MAX_CM_RETRIES, m);
+	f->srq = IBA_GET(CM_REQ_SRQ, m);
+	f->ext_transport = IBA_GET(CM_REQ_EXTENDED_TRANSPORT_TYPE, m);
+	CMC_GET_PATH(m, REQ_PRIMARY, &f->primary);
+	CMC_GET_PATH(m, REQ_ALTERNATE, &f->alt);
+	f->sap_supported = IBA_GET(CM_REQ_SAP_SUPPORTED, m);
+	f->pdata = CMC_GET_MEM_CPTR(CM_REQ_PRIVATE_DATA, m);
 	f->pdata_len = IB_CM_REQ_PRIVATE_DATA_SIZE;
 }
 
@@ -264,51 +230,54 @@ void cmc_get_req(const struct cm_req_msg *m, struct cmc_req *f)
  */
 bool cmc_req_has_alt(const struct cm_req_msg *m)
 {
-	return cmc_r16(m, CMC_REQ_ALT) ||
-	       ib_is_opa_gid((const union ib_gid *)cmc_cat(m, CMC_REQ_ALT + 4));
+	return IBA_GET(CM_REQ_ALTERNATE_LOCAL_PORT_LID, m) ||
+	       ib_is_opa_gid(CMC_GET_MEM_CPTR(CM_REQ_ALTERNATE_LOCAL_PORT_GID,
+					      m));
 }
 
+/* The REP splits its 24-bit Vendor ID into three bytes (H, M, L). */
 void cmc_put_rep(struct cm_rep_msg *m, const struct cmc_rep *f)
 {
-	cmc_w32(m, 0, f->local_comm_id);
-	cmc_w32(m, 4, f->remote_comm_id);
-	cmc_w32(m, 8, f->local_qkey);
-	cmc_w24(m, 12, f->local_qpn);
-	*cmc_at(m, 15) = (f->vendor_id >> 16) & 0xff;
-	cmc_w24(m, 16, f->local_eecn);
-	*cmc_at(m, 19) = (f->vendor_id >> 8) & 0xff;
-	cmc_w24(m, 20, f->starting_psn);
-	*cmc_at(m, 23) = f->vendor_id & 0xff;
-	*cmc_at(m, 24) = f->resp_resources;
-	*cmc_at(m, 25) = f->init_depth;
-	cmc_wbits(m, 26, 0, 5, f->target_ack_delay);
-	cmc_wbits(m, 26, 5, 2, f->failover);
-	cmc_wbits(m, 26, 7, 1, f->flow_ctrl);
-	cmc_wbits(m, 27, 0, 3, f->rnr_retry);
-	cmc_wbits(m, 27, 3, 1, f->srq);
-	cmc_w64(m, 28, f->local_ca_guid);
-	cmc_wmem(m, 36, f->pdata, f->pdata_len, IB_CM_REP_PRIVATE_DATA_SIZE);
+	IBA_SET(CM_REP_LOCAL_COMM_ID, m, f->local_comm_id);
+	IBA_SET(CM_REP_REMOTE_COMM_ID, m, f->remote_comm_id);
+	IBA_SET(CM_REP_LOCAL_Q_KEY, m, f->local_qkey);
+	IBA_SET(CM_REP_LOCAL_QPN, m, f->local_qpn);
+	IBA_SET(CM_REP_VENDOR_ID_H, m, (f->vendor_id >> 16) & 0xff);
+	IBA_SET(CM_REP_LOCAL_EE_CONTEXT_NUMBER, m, f->local_eecn);
+	IBA_SET(CM_REP_VENDOR_ID_M, m, (f->vendor_id >> 8) & 0xff);
+	IBA_SET(CM_REP_STARTING_PSN, m, f->starting_psn);
+	IBA_SET(CM_REP_VENDOR_ID_L, m, f->vendor_id & 0xff);
+	IBA_SET(CM_REP_RESPONDER_RESOURCES, m, f->resp_resources);
+	IBA_SET(CM_REP_INITIATOR_DEPTH, m, f->init_depth);
+	IBA_SET(CM_REP_TARGET_ACK_DELAY, m, f->target_ack_delay);
+	IBA_SET(CM_REP_FAILOVER_ACCEPTED, m, f->failover);
+	IBA_SET(CM_REP_END_TO_END_FLOW_CONTROL, m, f->flow_ctrl);
+	IBA_SET(CM_REP_RNR_RETRY_COUNT, m, f->rnr_retry);
+	IBA_SET(CM_REP_SRQ, m, f->srq);
+	IBA_SET(CM_REP_LOCAL_CA_GUID, m, f->local_ca_guid);
+	CMC_SET_MEM(CM_REP_PRIVATE_DATA, m, f->pdata, f->pdata_len);
 }
 
 void cmc_get_rep(const struct cm_rep_msg *m, struct cmc_rep *f)
 {
-	f->local_comm_id = cmc_r32(m, 0);
-	f->remote_comm_id = cmc_r32(m, 4);
-	f->local_qkey = cmc_r32(m, 8);
-	f->local_qpn = cmc_r24(m, 12);
-	f->local_eecn = cmc_r24(m, 16);
-	f->vendor_id = (*cmc_cat(m, 15) << 16) | (*cmc_cat(m, 19) << 8) |
-		       *cmc_cat(m, 23);
-	f->starting_psn = cmc_r24(m, 20);
-	f->resp_resources = *cmc_cat(m, 24);
-	f->init_depth = *cmc_cat(m, 25);
-	f->target_ack_delay = cmc_rbits(m, 26, 0, 5);
-	f->failover = cmc_rbits(m, 26, 5, 2);
-	f->flow_ctrl = cmc_rbits(m, 26, 7, 1);
-	f->rnr_retry = cmc_rbits(m, 27, 0, 3);
-	f->srq = cmc_rbits(m, 27, 3, 1);
-	f->local_ca_guid = cmc_r64(m, 28);
-	f->pdata = cmc_cat(m, 36);
+	f->local_comm_id = IBA_GET(CM_REP_LOCAL_COMM_ID, m);
+	f->remote_comm_id = IBA_GET(CM_REP_REMOTE_COMM_ID, m);
+	f->local_qkey = IBA_GET(CM_REP_LOCAL_Q_KEY, m);
+	f->local_qpn = IBA_GET(CM_REP_LOCAL_QPN, m);
+	f->local_eecn = IBA_GET(CM_REP_LOCAL_EE_CONTEXT_NUMBER, m);
+	f->vendor_id = IBA_GET(CM_REP_VENDOR_ID_H, m) << 16 |
+		       IBA_GET(CM_REP_VENDOR_ID_M, m) << 8 |
+		       IBA_GET(CM_REP_VENDOR_ID_L, m);
+	f->starting_psn = IBA_GET(CM_REP_STARTING_PSN, m);
+	f->resp_resources = IBA_GET(CM_REP_RESPONDER_RESOURCES, m);
+	f->init_depth = IBA_GET(CM_REP_INITIATOR_DEPTH, m);
+	f->target_ack_delay = IBA_GET(CM_REP_TARGET_ACK_DELAY, m);
+	f->failover = IBA_GET(CM_REP_FAILOVER_ACCEPTED, m);
+	f->flow_ctrl = IBA_GET(CM_REP_END_TO_END_FLOW_CONTROL, m);
+	f->rnr_retry = IBA_GET(CM_REP_RNR_RETRY_COUNT, m);
+	f->srq = IBA_GET(CM_REP_SRQ, m);
+	f->local_ca_guid = IBA_GET(CM_REP_LOCAL_CA_GUID, m);
+	f->pdata = CMC_GET_MEM_CPTR(CM_REP_PRIVATE_DATA, m);
 	f->pdata_len = IB_CM_REP_PRIVATE_DATA_SIZE;
 }
 
@@ -316,181 +285,165 @@ void cmc_put_rej(struct cm_rej_msg *m, const struct cmc_rej *f)
 {
 	u8 ari_len = min_t(u8, f->ari_len, IB_CM_REJ_ARI_LENGTH);
 
-	cmc_w32(m, 0, f->local_comm_id);
-	cmc_w32(m, 4, f->remote_comm_id);
-	cmc_wbits(m, 8, 0, 2, f->msg_rejected);
+	IBA_SET(CM_REJ_LOCAL_COMM_ID, m, f->local_comm_id);
+	IBA_SET(CM_REJ_REMOTE_COMM_ID, m, f->remote_comm_id);
+	IBA_SET(CM_REJ_MESSAGE_REJECTED, m, f->msg_rejected);
 	if (f->ari && ari_len) {
-		cmc_wbits(m, 9, 0, 7, ari_len);
-		cmc_wmem(m, 12, f->ari, ari_len, IB_CM_REJ_ARI_LENGTH);
+		IBA_SET(CM_REJ_REJECTED_INFO_LENGTH, m, ari_len);
+		CMC_SET_MEM(CM_REJ_ARI, m, f->ari, ari_len);
 	}
-	cmc_w16(m, 10, f->reason);
-	cmc_wmem(m, 84, f->pdata, f->pdata_len, IB_CM_REJ_PRIVATE_DATA_SIZE);
+	IBA_SET(CM_REJ_REASON, m, f->reason);
+	CMC_SET_MEM(CM_REJ_PRIVATE_DATA, m, f->pdata, f->pdata_len);
 }
 
 void cmc_get_rej(const struct cm_rej_msg *m, struct cmc_rej *f)
 {
-	f->local_comm_id = cmc_r32(m, 0);
-	f->remote_comm_id = cmc_r32(m, 4);
-	f->msg_rejected = cmc_rbits(m, 8, 0, 2);
-	f->ari_len = cmc_rbits(m, 9, 0, 7);
-	f->reason = cmc_r16(m, 10);
-	f->ari = cmc_cat(m, 12);
-	f->pdata = cmc_cat(m, 84);
+	f->local_comm_id = IBA_GET(CM_REJ_LOCAL_COMM_ID, m);
+	f->remote_comm_id = IBA_GET(CM_REJ_REMOTE_COMM_ID, m);
+	f->msg_rejected = IBA_GET(CM_REJ_MESSAGE_REJECTED, m);
+	f->ari_len = IBA_GET(CM_REJ_REJECTED_INFO_LENGTH, m);
+	f->reason = IBA_GET(CM_REJ_REASON, m);
+	f->ari = CMC_GET_MEM_CPTR(CM_REJ_ARI, m);
+	f->pdata = CMC_GET_MEM_CPTR(CM_REJ_PRIVATE_DATA, m);
 	f->pdata_len = IB_CM_REJ_PRIVATE_DATA_SIZE;
 }
 
 void cmc_put_mra(struct cm_mra_msg *m, const struct cmc_mra *f)
 {
-	cmc_w32(m, 0, f->local_comm_id);
-	cmc_w32(m, 4, f->remote_comm_id);
-	cmc_wbits(m, 8, 0, 2, f->msg_mraed);
-	cmc_wbits(m, 9, 0, 5, f->service_timeout);
-	cmc_wmem(m, 10, f->pdata, f->pdata_len, IB_CM_MRA_PRIVATE_DATA_SIZE);
+	IBA_SET(CM_MRA_LOCAL_COMM_ID, m, f->local_comm_id);
+	IBA_SET(CM_MRA_REMOTE_COMM_ID, m, f->remote_comm_id);
+	IBA_SET(CM_MRA_MESSAGE_MRAED, m, f->msg_mraed);
+	IBA_SET(CM_MRA_SERVICE_TIMEOUT, m, f->service_timeout);
+	CMC_SET_MEM(CM_MRA_PRIVATE_DATA, m, f->pdata, f->pdata_len);
 }
 
 void cmc_get_mra(const struct cm_mra_msg *m, struct cmc_mra *f)
 {
-	f->local_comm_id = cmc_r32(m, 0);
-	f->remote_comm_id = cmc_r32(m, 4);
-	f->msg_mraed = cmc_rbits(m, 8, 0, 2);
-	f->service_timeout = cmc_rbits(m, 9, 0, 5);
-	f->pdata = cmc_cat(m, 10);
+	f->local_comm_id = IBA_GET(CM_MRA_LOCAL_COMM_ID, m);
+	f->remote_comm_id = IBA_GET(CM_MRA_REMOTE_COMM_ID, m);
+	f->msg_mraed = IBA_GET(CM_MRA_MESSAGE_MRAED, m);
+	f->service_timeout = IBA_GET(CM_MRA_SERVICE_TIMEOUT, m);
+	f->pdata = CMC_GET_MEM_CPTR(CM_MRA_PRIVATE_DATA, m);
 	f->pdata_len = IB_CM_MRA_PRIVATE_DATA_SIZE;
-}
-
-static void cmc_put_ids(void *m, const struct cmc_ids *f, unsigned int room)
-{
-	cmc_w32(m, 0, f->local_comm_id);
-	cmc_w32(m, 4, f->remote_comm_id);
-	cmc_wmem(m, 8, f->pdata, f->pdata_len, room);
-}
-
-static void cmc_get_ids(const void *m, struct cmc_ids *f, unsigned int room)
-{
-	f->local_comm_id = cmc_r32(m, 0);
-	f->remote_comm_id = cmc_r32(m, 4);
-	f->pdata = cmc_cat(m, 8);
-	f->pdata_len = room;
 }
 
 void cmc_put_rtu(struct cm_rtu_msg *m, const struct cmc_ids *f)
 {
-	cmc_put_ids(m, f, IB_CM_RTU_PRIVATE_DATA_SIZE);
+	IBA_SET(CM_RTU_LOCAL_COMM_ID, m, f->local_comm_id);
+	IBA_SET(CM_RTU_REMOTE_COMM_ID, m, f->remote_comm_id);
+	CMC_SET_MEM(CM_RTU_PRIVATE_DATA, m, f->pdata, f->pdata_len);
 }
 
 void cmc_get_rtu(const struct cm_rtu_msg *m, struct cmc_ids *f)
 {
-	cmc_get_ids(m, f, IB_CM_RTU_PRIVATE_DATA_SIZE);
+	f->local_comm_id = IBA_GET(CM_RTU_LOCAL_COMM_ID, m);
+	f->remote_comm_id = IBA_GET(CM_RTU_REMOTE_COMM_ID, m);
+	f->pdata = CMC_GET_MEM_CPTR(CM_RTU_PRIVATE_DATA, m);
+	f->pdata_len = IB_CM_RTU_PRIVATE_DATA_SIZE;
 }
 
 void cmc_put_drep(struct cm_drep_msg *m, const struct cmc_ids *f)
 {
-	cmc_put_ids(m, f, IB_CM_DREP_PRIVATE_DATA_SIZE);
+	IBA_SET(CM_DREP_LOCAL_COMM_ID, m, f->local_comm_id);
+	IBA_SET(CM_DREP_REMOTE_COMM_ID, m, f->remote_comm_id);
+	CMC_SET_MEM(CM_DREP_PRIVATE_DATA, m, f->pdata, f->pdata_len);
 }
 
 void cmc_get_drep(const struct cm_drep_msg *m, struct cmc_ids *f)
 {
-	cmc_get_ids(m, f, IB_CM_DREP_PRIVATE_DATA_SIZE);
+	f->local_comm_id = IBA_GET(CM_DREP_LOCAL_COMM_ID, m);
+	f->remote_comm_id = IBA_GET(CM_DREP_REMOTE_COMM_ID, m);
+	f->pdata = CMC_GET_MEM_CPTR(CM_DREP_PRIVATE_DATA, m);
+	f->pdata_len = IB_CM_DREP_PRIVATE_DATA_SIZE;
 }
 
 void cmc_put_dreq(struct cm_dreq_msg *m, const struct cmc_dreq *f)
 {
-	cmc_w32(m, 0, f->local_comm_id);
-	cmc_w32(m, 4, f->remote_comm_id);
-	cmc_w24(m, 8, f->remote_qpn);
-	cmc_wmem(m, 12, f->pdata, f->pdata_len, IB_CM_DREQ_PRIVATE_DATA_SIZE);
+	IBA_SET(CM_DREQ_LOCAL_COMM_ID, m, f->local_comm_id);
+	IBA_SET(CM_DREQ_REMOTE_COMM_ID, m, f->remote_comm_id);
+	IBA_SET(CM_DREQ_REMOTE_QPN_EECN, m, f->remote_qpn);
+	CMC_SET_MEM(CM_DREQ_PRIVATE_DATA, m, f->pdata, f->pdata_len);
 }
 
 void cmc_get_dreq(const struct cm_dreq_msg *m, struct cmc_dreq *f)
 {
-	f->local_comm_id = cmc_r32(m, 0);
-	f->remote_comm_id = cmc_r32(m, 4);
-	f->remote_qpn = cmc_r24(m, 8);
-	f->pdata = cmc_cat(m, 12);
+	f->local_comm_id = IBA_GET(CM_DREQ_LOCAL_COMM_ID, m);
+	f->remote_comm_id = IBA_GET(CM_DREQ_REMOTE_COMM_ID, m);
+	f->remote_qpn = IBA_GET(CM_DREQ_REMOTE_QPN_EECN, m);
+	f->pdata = CMC_GET_MEM_CPTR(CM_DREQ_PRIVATE_DATA, m);
 	f->pdata_len = IB_CM_DREQ_PRIVATE_DATA_SIZE;
 }
 
 void cmc_put_sidr_req(struct cm_sidr_req_msg *m, const struct cmc_sidr_req *f)
 {
-	cmc_w32(m, 0, f->request_id);
-	cmc_w16(m, 4, f->pkey);
-	cmc_w64(m, 8, f->service_id);
-	cmc_wmem(m, 16, f->pdata, f->pdata_len,
-		 IB_CM_SIDR_REQ_PRIVATE_DATA_SIZE);
+	IBA_SET(CM_SIDR_REQ_REQUESTID, m, f->request_id);
+	IBA_SET(CM_SIDR_REQ_PARTITION_KEY, m, f->pkey);
+	IBA_SET(CM_SIDR_REQ_SERVICEID, m, f->service_id);
+	CMC_SET_MEM(CM_SIDR_REQ_PRIVATE_DATA, m, f->pdata, f->pdata_len);
 }
 
 void cmc_get_sidr_req(const struct cm_sidr_req_msg *m, struct cmc_sidr_req *f)
 {
-	f->request_id = cmc_r32(m, 0);
-	f->pkey = cmc_r16(m, 4);
-	f->service_id = cmc_r64(m, 8);
-	f->pdata = cmc_cat(m, 16);
+	f->request_id = IBA_GET(CM_SIDR_REQ_REQUESTID, m);
+	f->pkey = IBA_GET(CM_SIDR_REQ_PARTITION_KEY, m);
+	f->service_id = IBA_GET(CM_SIDR_REQ_SERVICEID, m);
+	f->pdata = CMC_GET_MEM_CPTR(CM_SIDR_REQ_PRIVATE_DATA, m);
 	f->pdata_len = IB_CM_SIDR_REQ_PRIVATE_DATA_SIZE;
 }
 
+/* The SIDR_REP splits its 24-bit Vendor ID into 16 high and 8 low bits. */
 void cmc_put_sidr_rep(struct cm_sidr_rep_msg *m, const struct cmc_sidr_rep *f)
 {
 	u8 info_len = min_t(u8, f->info_len, IB_CM_SIDR_REP_INFO_LENGTH);
 
-	cmc_w32(m, 0, f->request_id);
-	*cmc_at(m, 4) = f->status;
-	cmc_w16(m, 6, (f->vendor_id >> 8) & 0xffff);
-	cmc_w24(m, 8, f->qpn);
-	*cmc_at(m, 11) = f->vendor_id & 0xff;
-	cmc_w64(m, 12, f->service_id);
-	cmc_w32(m, 20, f->qkey);
+	IBA_SET(CM_SIDR_REP_REQUESTID, m, f->request_id);
+	IBA_SET(CM_SIDR_REP_STATUS, m, f->status);
+	IBA_SET(CM_SIDR_REP_VENDOR_ID_H, m, (f->vendor_id >> 8) & 0xffff);
+	IBA_SET(CM_SIDR_REP_QPN, m, f->qpn);
+	IBA_SET(CM_SIDR_REP_VENDOR_ID_L, m, f->vendor_id & 0xff);
+	IBA_SET(CM_SIDR_REP_SERVICEID, m, f->service_id);
+	IBA_SET(CM_SIDR_REP_Q_KEY, m, f->qkey);
 	if (f->info && info_len) {
-		*cmc_at(m, 5) = info_len;
-		cmc_wmem(m, 24, f->info, info_len, IB_CM_SIDR_REP_INFO_LENGTH);
+		IBA_SET(CM_SIDR_REP_ADDITIONAL_INFORMATION_LENGTH, m, info_len);
+		CMC_SET_MEM(CM_SIDR_REP_ADDITIONAL_INFORMATION, m, f->info,
+			    info_len);
 	}
-	cmc_wmem(m, 96, f->pdata, f->pdata_len,
-		 IB_CM_SIDR_REP_PRIVATE_DATA_SIZE);
+	CMC_SET_MEM(CM_SIDR_REP_PRIVATE_DATA, m, f->pdata, f->pdata_len);
 }
 
 void cmc_get_sidr_rep(const struct cm_sidr_rep_msg *m, struct cmc_sidr_rep *f)
 {
-	f->request_id = cmc_r32(m, 0);
-	f->status = *cmc_cat(m, 4);
-	f->info_len = *cmc_cat(m, 5);
-	f->vendor_id = (cmc_r16(m, 6) << 8) | *cmc_cat(m, 11);
-	f->qpn = cmc_r24(m, 8);
-	f->service_id = cmc_r64(m, 12);
-	f->qkey = cmc_r32(m, 20);
-	f->info = cmc_cat(m, 24);
-	f->pdata = cmc_cat(m, 96);
+	f->request_id = IBA_GET(CM_SIDR_REP_REQUESTID, m);
+	f->status = IBA_GET(CM_SIDR_REP_STATUS, m);
+	f->info_len = IBA_GET(CM_SIDR_REP_ADDITIONAL_INFORMATION_LENGTH, m);
+	f->vendor_id = IBA_GET(CM_SIDR_REP_VENDOR_ID_H, m) << 8 |
+		       IBA_GET(CM_SIDR_REP_VENDOR_ID_L, m);
+	f->qpn = IBA_GET(CM_SIDR_REP_QPN, m);
+	f->service_id = IBA_GET(CM_SIDR_REP_SERVICEID, m);
+	f->qkey = IBA_GET(CM_SIDR_REP_Q_KEY, m);
+	f->info = CMC_GET_MEM_CPTR(CM_SIDR_REP_ADDITIONAL_INFORMATION, m);
+	f->pdata = CMC_GET_MEM_CPTR(CM_SIDR_REP_PRIVATE_DATA, m);
 	f->pdata_len = IB_CM_SIDR_REP_PRIVATE_DATA_SIZE;
 }
 
 void cmc_get_lap(const struct cm_lap_msg *m, struct cmc_lap *f)
 {
-	struct cmc_path *p = &f->alt;
-
-	f->local_comm_id = cmc_r32(m, 0);
-	f->remote_comm_id = cmc_r32(m, 4);
-	f->remote_qpn = cmc_r24(m, 12);
-	f->remote_resp_timeout = cmc_rbits(m, 15, 0, 5);
-	p->local_lid = cmc_r16(m, 20);
-	p->remote_lid = cmc_r16(m, 22);
-	memcpy(p->local_gid.raw, cmc_cat(m, 24), 16);
-	memcpy(p->remote_gid.raw, cmc_cat(m, 40), 16);
-	p->flow_label = cmc_rflow(m, 56);
-	p->tclass = *cmc_cat(m, 59);
-	p->hop_limit = *cmc_cat(m, 60);
-	p->rate = cmc_rbits(m, 61, 2, 6);
-	p->sl = cmc_rbits(m, 62, 0, 4);
-	p->subnet_local = cmc_rbits(m, 62, 4, 1);
-	p->ack_timeout = cmc_rbits(m, 63, 0, 5);
-	f->pdata = cmc_cat(m, 64);
+	f->local_comm_id = IBA_GET(CM_LAP_LOCAL_COMM_ID, m);
+	f->remote_comm_id = IBA_GET(CM_LAP_REMOTE_COMM_ID, m);
+	f->remote_qpn = IBA_GET(CM_LAP_REMOTE_QPN_EECN, m);
+	f->remote_resp_timeout = IBA_GET(CM_LAP_REMOTE_CM_RESPONSE_TIMEOUT, m);
+	CMC_GET_PATH(m, LAP_ALTERNATE, &f->alt);
+	f->pdata = CMC_GET_MEM_CPTR(CM_LAP_PRIVATE_DATA, m);
 }
 
 void cmc_get_apr(const struct cm_apr_msg *m, struct cmc_apr *f)
 {
-	f->local_comm_id = cmc_r32(m, 0);
-	f->remote_comm_id = cmc_r32(m, 4);
-	f->info_len = *cmc_cat(m, 8);
-	f->status = *cmc_cat(m, 9);
-	f->info = cmc_cat(m, 12);
-	f->pdata = cmc_cat(m, 84);
+	f->local_comm_id = IBA_GET(CM_APR_LOCAL_COMM_ID, m);
+	f->remote_comm_id = IBA_GET(CM_APR_REMOTE_COMM_ID, m);
+	f->info_len = IBA_GET(CM_APR_ADDITIONAL_INFORMATION_LENGTH, m);
+	f->status = IBA_GET(CM_APR_AR_STATUS, m);
+	f->info = CMC_GET_MEM_CPTR(CM_APR_ADDITIONAL_INFORMATION, m);
+	f->pdata = CMC_GET_MEM_CPTR(CM_APR_PRIVATE_DATA, m);
 }
 
 /*
