@@ -4,13 +4,16 @@
  *
  * Expected bytes are written out by hand from the IBTA vol 1 chapter 12
  * message tables (byte offset in the MAD = 24 byte MAD header + the offset
- * the table gives), not derived from the encoder.  Reports through the
+ * the table gives), not derived from the encoder.  The *_descriptors cases
+ * check the codec a second way, against the kernel's own field descriptors
+ * (<rdma/ibta_vol1_c12.h>, read with IBA_GET()).  Reports through the
  * shared harness (ib_selftest.h): KTAP from module_init, failing the load on
  * any failure, or one KUnit result per case on a kernel with KUnit.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/delay.h>
+#include <linux/prandom.h>
 
 #include "cm_codec.c"
 #include "cm_timewait.c"
@@ -40,7 +43,7 @@ int cm_tw_expired(__be32 local_id, __be32 remote_id, __be32 remote_qpn)
 	return 0;
 }
 
-static u8 mad[256];
+static u8 mad[256] __aligned(8);
 
 static void reset_mad(void)
 {
@@ -559,6 +562,446 @@ static void test_lap_apr_decode(void)
 	IBST_EXPECT(*(u8 *)a.info == 0x5e && *(u8 *)a.pdata == 0x6f);
 }
 
+/*
+ * Against the kernel's descriptors.  Each round decodes a MAD of
+ * pseudo-random bytes (the same on every run), then reads every field the
+ * codec handles from a copy of it with IBA_GET() and its descriptor: each
+ * must equal the member the codec decoded.  The decoded message is then
+ * encoded into a zeroed MAD, each field is read back the same way,
+ * compared with what was encoded and cleared; nothing may be left set
+ * afterwards (no bit outside the fields, none in reserved space).
+ */
+#define DESC_ROUNDS	16
+
+static u8 src[256] __aligned(8);	/* the random message */
+static u8 seen[256] __aligned(8);	/* its copy, read field by field */
+static unsigned int desc_round;
+
+static void random_mad(unsigned int n)
+{
+	struct rnd_state rs;
+
+	desc_round = n;
+	prandom_seed_state(&rs, 0x1bca11ULL + n);
+	prandom_bytes_state(&rs, src, sizeof(src));
+	memcpy(seen, src, sizeof(seen));
+	reset_mad();
+}
+
+static void take_field(const char *name, u64 got, u64 exp)
+{
+	if (got != exp)
+		IBST_FAIL("round %u: CM_%s reads 0x%llx, expected 0x%llx",
+			  desc_round, name, got, exp);
+}
+
+/*
+ * A byte field holds @len bytes of @exp (at most its size): compare and
+ * clear those; anything else in it must stay zero.
+ */
+static void take_mem(const char *name, u8 *field, unsigned int size,
+		     const void *exp, unsigned int len)
+{
+	unsigned int n = exp ? min(len, size) : 0;
+
+	if (n && memcmp(field, exp, n))
+		IBST_FAIL("round %u: CM_%s differs from the %u bytes expected",
+			  desc_round, name, n);
+	memset(field, 0, n);
+}
+
+/* Read field CM_<name> of @msg with IBA_GET(), compare with @exp, clear. */
+#define TAKE(msg, name, exp) do {					\
+	typeof(msg) __m = (msg);					\
+									\
+	take_field(#name, IBA_GET(CM_##name, __m), (exp));		\
+	IBA_SET(CM_##name, __m, 0);					\
+} while (0)
+
+#define TAKE_MEM(msg, name, exp, len) do {				\
+	typeof(msg) __m = (msg);					\
+									\
+	take_mem(#name, (u8 *)IBA_GET_MEM_PTR(CM_##name, __m),		\
+		 CMC_MEM_SIZE(CM_##name), (exp), (len));		\
+} while (0)
+
+/* @blk: REQ_PRIMARY, REQ_ALTERNATE or LAP_ALTERNATE. */
+#define TAKE_PATH(msg, blk, path) do {					\
+	typeof(msg) _pm = (msg);					\
+	const struct cmc_path *_pp = (path);				\
+									\
+	TAKE(_pm, blk##_LOCAL_PORT_LID, _pp->local_lid);		\
+	TAKE(_pm, blk##_REMOTE_PORT_LID, _pp->remote_lid);		\
+	TAKE_MEM(_pm, blk##_LOCAL_PORT_GID, &_pp->local_gid, 16);	\
+	TAKE_MEM(_pm, blk##_REMOTE_PORT_GID, &_pp->remote_gid, 16);	\
+	TAKE(_pm, blk##_FLOW_LABEL, _pp->flow_label);			\
+	TAKE(_pm, blk##_PACKET_RATE, _pp->rate);			\
+	TAKE(_pm, blk##_TRAFFIC_CLASS, _pp->tclass);			\
+	TAKE(_pm, blk##_HOP_LIMIT, _pp->hop_limit);			\
+	TAKE(_pm, blk##_SL, _pp->sl);					\
+	TAKE(_pm, blk##_SUBNET_LOCAL, _pp->subnet_local);		\
+	TAKE(_pm, blk##_LOCAL_ACK_TIMEOUT, _pp->ack_timeout);		\
+} while (0)
+
+/* After an encoded MAD's fields were taken, no byte may be left set. */
+static void expect_all_taken(void)
+{
+	unsigned int i, bad = 0;
+
+	for (i = 0; i < sizeof(mad); i++) {
+		if (!mad[i])
+			continue;
+		ibst_diag("byte %u: 0x%02x is in no field", i, mad[i]);
+		bad++;
+	}
+	if (bad)
+		IBST_FAIL("round %u: %u bytes set outside the fields",
+			  desc_round, bad);
+}
+
+/* Private data of an encoded message: cut to the field, or none. */
+#define PDATA_LEN(n)	((n) * 17 & 0xff)
+
+static void take_req(struct cm_req_msg *m, const struct cmc_req *r)
+{
+	TAKE(m, REQ_LOCAL_COMM_ID, r->local_comm_id);
+	TAKE(m, REQ_VENDOR_ID, r->vendor_id);
+	TAKE(m, REQ_SERVICE_ID, r->service_id);
+	TAKE(m, REQ_LOCAL_CA_GUID, r->local_ca_guid);
+	TAKE(m, REQ_LOCAL_Q_KEY, r->local_qkey);
+	TAKE(m, REQ_LOCAL_QPN, r->local_qpn);
+	TAKE(m, REQ_RESPONDER_RESOURCES, r->resp_resources);
+	TAKE(m, REQ_LOCAL_EECN, r->local_eecn);
+	TAKE(m, REQ_INITIATOR_DEPTH, r->init_depth);
+	TAKE(m, REQ_REMOTE_EECN, r->remote_eecn);
+	TAKE(m, REQ_REMOTE_CM_RESPONSE_TIMEOUT, r->remote_resp_timeout);
+	TAKE(m, REQ_TRANSPORT_SERVICE_TYPE, r->transport);
+	TAKE(m, REQ_END_TO_END_FLOW_CONTROL, r->flow_ctrl);
+	TAKE(m, REQ_STARTING_PSN, r->starting_psn);
+	TAKE(m, REQ_LOCAL_CM_RESPONSE_TIMEOUT, r->local_resp_timeout);
+	TAKE(m, REQ_RETRY_COUNT, r->retry_count);
+	TAKE(m, REQ_PARTITION_KEY, r->pkey);
+	TAKE(m, REQ_PATH_PACKET_PAYLOAD_MTU, r->mtu);
+	TAKE(m, REQ_RDC_EXISTS, r->rdc_exists);
+	TAKE(m, REQ_RNR_RETRY_COUNT, r->rnr_retry);
+	TAKE(m, REQ_MAX_CM_RETRIES, r->max_cm_retries);
+	TAKE(m, REQ_SRQ, r->srq);
+	TAKE(m, REQ_EXTENDED_TRANSPORT_TYPE, r->ext_transport);
+	TAKE_PATH(m, REQ_PRIMARY, &r->primary);
+	TAKE_PATH(m, REQ_ALTERNATE, &r->alt);
+	TAKE(m, REQ_SAP_SUPPORTED, r->sap_supported);
+	TAKE_MEM(m, REQ_PRIVATE_DATA, r->pdata, r->pdata_len);
+}
+
+static void test_req_descriptors(void)
+{
+	struct cm_req_msg *s = (struct cm_req_msg *)src;
+	struct cmc_req r;
+	unsigned int n;
+
+	for (n = 0; n < DESC_ROUNDS; n++) {
+		random_mad(n);
+		cmc_get_req(s, &r);
+		IBST_EXPECT(r.pdata == IBA_GET_MEM_PTR(CM_REQ_PRIVATE_DATA, s));
+		IBST_EXPECT(r.pdata_len == CMC_MEM_SIZE(CM_REQ_PRIVATE_DATA));
+		take_req((struct cm_req_msg *)seen, &r);
+		r.pdata_len = PDATA_LEN(n);
+		cmc_put_req((struct cm_req_msg *)mad, &r);
+		take_req((struct cm_req_msg *)mad, &r);
+		expect_all_taken();
+	}
+}
+
+/* Whether a REQ has an alternate path, from its descriptors. */
+static void test_req_alt_descriptors(void)
+{
+	struct cm_req_msg *s = (struct cm_req_msg *)src;
+	union ib_gid *gid = IBA_GET_MEM_PTR(CM_REQ_ALTERNATE_LOCAL_PORT_GID, s);
+
+	random_mad(0);
+	IBA_SET(CM_REQ_ALTERNATE_LOCAL_PORT_LID, s, 0x0001);
+	IBST_EXPECT(cmc_req_has_alt(s));
+	IBA_SET(CM_REQ_ALTERNATE_LOCAL_PORT_LID, s, 0);
+	memset(gid, 0, sizeof(*gid));
+	IBST_EXPECT(!cmc_req_has_alt(s));
+	gid->global.interface_id = OPA_MAKE_ID(0x10005);
+	IBST_EXPECT(cmc_req_has_alt(s));
+}
+
+static void take_rep(struct cm_rep_msg *m, const struct cmc_rep *r)
+{
+	TAKE(m, REP_LOCAL_COMM_ID, r->local_comm_id);
+	TAKE(m, REP_REMOTE_COMM_ID, r->remote_comm_id);
+	TAKE(m, REP_LOCAL_Q_KEY, r->local_qkey);
+	TAKE(m, REP_LOCAL_QPN, r->local_qpn);
+	TAKE(m, REP_VENDOR_ID_H, r->vendor_id >> 16);
+	TAKE(m, REP_LOCAL_EE_CONTEXT_NUMBER, r->local_eecn);
+	TAKE(m, REP_VENDOR_ID_M, (r->vendor_id >> 8) & 0xff);
+	TAKE(m, REP_STARTING_PSN, r->starting_psn);
+	TAKE(m, REP_VENDOR_ID_L, r->vendor_id & 0xff);
+	TAKE(m, REP_RESPONDER_RESOURCES, r->resp_resources);
+	TAKE(m, REP_INITIATOR_DEPTH, r->init_depth);
+	TAKE(m, REP_TARGET_ACK_DELAY, r->target_ack_delay);
+	TAKE(m, REP_FAILOVER_ACCEPTED, r->failover);
+	TAKE(m, REP_END_TO_END_FLOW_CONTROL, r->flow_ctrl);
+	TAKE(m, REP_RNR_RETRY_COUNT, r->rnr_retry);
+	TAKE(m, REP_SRQ, r->srq);
+	TAKE(m, REP_LOCAL_CA_GUID, r->local_ca_guid);
+	TAKE_MEM(m, REP_PRIVATE_DATA, r->pdata, r->pdata_len);
+}
+
+static void test_rep_descriptors(void)
+{
+	struct cm_rep_msg *s = (struct cm_rep_msg *)src;
+	struct cmc_rep r;
+	unsigned int n;
+
+	for (n = 0; n < DESC_ROUNDS; n++) {
+		random_mad(n);
+		cmc_get_rep(s, &r);
+		IBST_EXPECT(r.pdata == IBA_GET_MEM_PTR(CM_REP_PRIVATE_DATA, s));
+		IBST_EXPECT(r.pdata_len == CMC_MEM_SIZE(CM_REP_PRIVATE_DATA));
+		take_rep((struct cm_rep_msg *)seen, &r);
+		r.pdata_len = PDATA_LEN(n);
+		cmc_put_rep((struct cm_rep_msg *)mad, &r);
+		take_rep((struct cm_rep_msg *)mad, &r);
+		expect_all_taken();
+	}
+}
+
+static void take_rej(struct cm_rej_msg *m, const struct cmc_rej *r)
+{
+	TAKE(m, REJ_LOCAL_COMM_ID, r->local_comm_id);
+	TAKE(m, REJ_REMOTE_COMM_ID, r->remote_comm_id);
+	TAKE(m, REJ_MESSAGE_REJECTED, r->msg_rejected);
+	TAKE(m, REJ_REJECTED_INFO_LENGTH, r->ari_len);
+	TAKE(m, REJ_REASON, r->reason);
+	TAKE_MEM(m, REJ_ARI, r->ari, r->ari_len);
+	TAKE_MEM(m, REJ_PRIVATE_DATA, r->pdata, r->pdata_len);
+}
+
+/*
+ * The encoder writes the ARI length only with an ARI, and no more than
+ * the field holds: odd rounds encode without one.
+ */
+static void test_rej_descriptors(void)
+{
+	struct cm_rej_msg *s = (struct cm_rej_msg *)src;
+	struct cmc_rej r;
+	unsigned int n;
+
+	for (n = 0; n < DESC_ROUNDS; n++) {
+		random_mad(n);
+		cmc_get_rej(s, &r);
+		IBST_EXPECT(r.ari == IBA_GET_MEM_PTR(CM_REJ_ARI, s));
+		IBST_EXPECT(r.pdata == IBA_GET_MEM_PTR(CM_REJ_PRIVATE_DATA, s));
+		IBST_EXPECT(r.pdata_len == CMC_MEM_SIZE(CM_REJ_PRIVATE_DATA));
+		take_rej((struct cm_rej_msg *)seen, &r);
+		r.pdata_len = PDATA_LEN(n);
+		if (n & 1)
+			r.ari = NULL;
+		cmc_put_rej((struct cm_rej_msg *)mad, &r);
+		r.ari_len = r.ari ? min_t(u8, r.ari_len, CMC_MEM_SIZE(CM_REJ_ARI))
+				  : 0;
+		take_rej((struct cm_rej_msg *)mad, &r);
+		expect_all_taken();
+	}
+}
+
+static void take_mra(struct cm_mra_msg *m, const struct cmc_mra *r)
+{
+	TAKE(m, MRA_LOCAL_COMM_ID, r->local_comm_id);
+	TAKE(m, MRA_REMOTE_COMM_ID, r->remote_comm_id);
+	TAKE(m, MRA_MESSAGE_MRAED, r->msg_mraed);
+	TAKE(m, MRA_SERVICE_TIMEOUT, r->service_timeout);
+	TAKE_MEM(m, MRA_PRIVATE_DATA, r->pdata, r->pdata_len);
+}
+
+static void test_mra_descriptors(void)
+{
+	struct cm_mra_msg *s = (struct cm_mra_msg *)src;
+	struct cmc_mra r;
+	unsigned int n;
+
+	for (n = 0; n < DESC_ROUNDS; n++) {
+		random_mad(n);
+		cmc_get_mra(s, &r);
+		IBST_EXPECT(r.pdata == IBA_GET_MEM_PTR(CM_MRA_PRIVATE_DATA, s));
+		IBST_EXPECT(r.pdata_len == CMC_MEM_SIZE(CM_MRA_PRIVATE_DATA));
+		take_mra((struct cm_mra_msg *)seen, &r);
+		r.pdata_len = PDATA_LEN(n);
+		cmc_put_mra((struct cm_mra_msg *)mad, &r);
+		take_mra((struct cm_mra_msg *)mad, &r);
+		expect_all_taken();
+	}
+}
+
+static void take_rtu(struct cm_rtu_msg *m, const struct cmc_ids *r)
+{
+	TAKE(m, RTU_LOCAL_COMM_ID, r->local_comm_id);
+	TAKE(m, RTU_REMOTE_COMM_ID, r->remote_comm_id);
+	TAKE_MEM(m, RTU_PRIVATE_DATA, r->pdata, r->pdata_len);
+}
+
+static void take_drep(struct cm_drep_msg *m, const struct cmc_ids *r)
+{
+	TAKE(m, DREP_LOCAL_COMM_ID, r->local_comm_id);
+	TAKE(m, DREP_REMOTE_COMM_ID, r->remote_comm_id);
+	TAKE_MEM(m, DREP_PRIVATE_DATA, r->pdata, r->pdata_len);
+}
+
+static void take_dreq(struct cm_dreq_msg *m, const struct cmc_dreq *r)
+{
+	TAKE(m, DREQ_LOCAL_COMM_ID, r->local_comm_id);
+	TAKE(m, DREQ_REMOTE_COMM_ID, r->remote_comm_id);
+	TAKE(m, DREQ_REMOTE_QPN_EECN, r->remote_qpn);
+	TAKE_MEM(m, DREQ_PRIVATE_DATA, r->pdata, r->pdata_len);
+}
+
+static void test_short_descriptors(void)
+{
+	struct cmc_ids r;
+	struct cmc_dreq d;
+	unsigned int n;
+
+	for (n = 0; n < DESC_ROUNDS; n++) {
+		random_mad(n);
+		cmc_get_rtu((struct cm_rtu_msg *)src, &r);
+		IBST_EXPECT(r.pdata == IBA_GET_MEM_PTR(CM_RTU_PRIVATE_DATA,
+						       (struct cm_rtu_msg *)src));
+		IBST_EXPECT(r.pdata_len == CMC_MEM_SIZE(CM_RTU_PRIVATE_DATA));
+		take_rtu((struct cm_rtu_msg *)seen, &r);
+		r.pdata_len = PDATA_LEN(n);
+		cmc_put_rtu((struct cm_rtu_msg *)mad, &r);
+		take_rtu((struct cm_rtu_msg *)mad, &r);
+		expect_all_taken();
+
+		random_mad(n);
+		cmc_get_drep((struct cm_drep_msg *)src, &r);
+		IBST_EXPECT(r.pdata == IBA_GET_MEM_PTR(CM_DREP_PRIVATE_DATA,
+						       (struct cm_drep_msg *)src));
+		IBST_EXPECT(r.pdata_len == CMC_MEM_SIZE(CM_DREP_PRIVATE_DATA));
+		take_drep((struct cm_drep_msg *)seen, &r);
+		r.pdata_len = PDATA_LEN(n);
+		cmc_put_drep((struct cm_drep_msg *)mad, &r);
+		take_drep((struct cm_drep_msg *)mad, &r);
+		expect_all_taken();
+
+		random_mad(n);
+		cmc_get_dreq((struct cm_dreq_msg *)src, &d);
+		IBST_EXPECT(d.pdata == IBA_GET_MEM_PTR(CM_DREQ_PRIVATE_DATA,
+						       (struct cm_dreq_msg *)src));
+		IBST_EXPECT(d.pdata_len == CMC_MEM_SIZE(CM_DREQ_PRIVATE_DATA));
+		take_dreq((struct cm_dreq_msg *)seen, &d);
+		d.pdata_len = PDATA_LEN(n);
+		cmc_put_dreq((struct cm_dreq_msg *)mad, &d);
+		take_dreq((struct cm_dreq_msg *)mad, &d);
+		expect_all_taken();
+	}
+}
+
+static void take_sidr_req(struct cm_sidr_req_msg *m,
+			  const struct cmc_sidr_req *r)
+{
+	TAKE(m, SIDR_REQ_REQUESTID, r->request_id);
+	TAKE(m, SIDR_REQ_PARTITION_KEY, r->pkey);
+	TAKE(m, SIDR_REQ_SERVICEID, r->service_id);
+	TAKE_MEM(m, SIDR_REQ_PRIVATE_DATA, r->pdata, r->pdata_len);
+}
+
+static void take_sidr_rep(struct cm_sidr_rep_msg *m,
+			  const struct cmc_sidr_rep *r)
+{
+	TAKE(m, SIDR_REP_REQUESTID, r->request_id);
+	TAKE(m, SIDR_REP_STATUS, r->status);
+	TAKE(m, SIDR_REP_ADDITIONAL_INFORMATION_LENGTH, r->info_len);
+	TAKE(m, SIDR_REP_VENDOR_ID_H, r->vendor_id >> 8);
+	TAKE(m, SIDR_REP_QPN, r->qpn);
+	TAKE(m, SIDR_REP_VENDOR_ID_L, r->vendor_id & 0xff);
+	TAKE(m, SIDR_REP_SERVICEID, r->service_id);
+	TAKE(m, SIDR_REP_Q_KEY, r->qkey);
+	TAKE_MEM(m, SIDR_REP_ADDITIONAL_INFORMATION, r->info, r->info_len);
+	TAKE_MEM(m, SIDR_REP_PRIVATE_DATA, r->pdata, r->pdata_len);
+}
+
+/* As for the REJ's ARI: odd rounds encode a SIDR_REP without its info. */
+static void test_sidr_descriptors(void)
+{
+	struct cm_sidr_req_msg *sq = (struct cm_sidr_req_msg *)src;
+	struct cm_sidr_rep_msg *sp = (struct cm_sidr_rep_msg *)src;
+	struct cmc_sidr_req q;
+	struct cmc_sidr_rep p;
+	unsigned int n;
+
+	for (n = 0; n < DESC_ROUNDS; n++) {
+		random_mad(n);
+		cmc_get_sidr_req(sq, &q);
+		IBST_EXPECT(q.pdata ==
+			    IBA_GET_MEM_PTR(CM_SIDR_REQ_PRIVATE_DATA, sq));
+		IBST_EXPECT(q.pdata_len ==
+			    CMC_MEM_SIZE(CM_SIDR_REQ_PRIVATE_DATA));
+		take_sidr_req((struct cm_sidr_req_msg *)seen, &q);
+		q.pdata_len = PDATA_LEN(n);
+		cmc_put_sidr_req((struct cm_sidr_req_msg *)mad, &q);
+		take_sidr_req((struct cm_sidr_req_msg *)mad, &q);
+		expect_all_taken();
+
+		random_mad(n);
+		cmc_get_sidr_rep(sp, &p);
+		IBST_EXPECT(p.info ==
+			    IBA_GET_MEM_PTR(CM_SIDR_REP_ADDITIONAL_INFORMATION,
+					    sp));
+		IBST_EXPECT(p.pdata ==
+			    IBA_GET_MEM_PTR(CM_SIDR_REP_PRIVATE_DATA, sp));
+		IBST_EXPECT(p.pdata_len ==
+			    CMC_MEM_SIZE(CM_SIDR_REP_PRIVATE_DATA));
+		take_sidr_rep((struct cm_sidr_rep_msg *)seen, &p);
+		p.pdata_len = PDATA_LEN(n);
+		if (n & 1)
+			p.info = NULL;
+		cmc_put_sidr_rep((struct cm_sidr_rep_msg *)mad, &p);
+		p.info_len = p.info ?
+			min_t(u8, p.info_len,
+			      CMC_MEM_SIZE(CM_SIDR_REP_ADDITIONAL_INFORMATION)) :
+			0;
+		take_sidr_rep((struct cm_sidr_rep_msg *)mad, &p);
+		expect_all_taken();
+	}
+}
+
+/* LAP and APR are only decoded. */
+static void test_lap_apr_descriptors(void)
+{
+	struct cm_lap_msg *sl = (struct cm_lap_msg *)src;
+	struct cm_apr_msg *sa = (struct cm_apr_msg *)src;
+	struct cm_lap_msg *ml = (struct cm_lap_msg *)seen;
+	struct cm_apr_msg *ma = (struct cm_apr_msg *)seen;
+	struct cmc_lap l;
+	struct cmc_apr a;
+	unsigned int n;
+
+	for (n = 0; n < DESC_ROUNDS; n++) {
+		random_mad(n);
+		cmc_get_lap(sl, &l);
+		IBST_EXPECT(l.pdata == IBA_GET_MEM_PTR(CM_LAP_PRIVATE_DATA, sl));
+		TAKE(ml, LAP_LOCAL_COMM_ID, l.local_comm_id);
+		TAKE(ml, LAP_REMOTE_COMM_ID, l.remote_comm_id);
+		TAKE(ml, LAP_REMOTE_QPN_EECN, l.remote_qpn);
+		TAKE(ml, LAP_REMOTE_CM_RESPONSE_TIMEOUT, l.remote_resp_timeout);
+		TAKE_PATH(ml, LAP_ALTERNATE, &l.alt);
+
+		random_mad(n);
+		cmc_get_apr(sa, &a);
+		IBST_EXPECT(a.info ==
+			    IBA_GET_MEM_PTR(CM_APR_ADDITIONAL_INFORMATION, sa));
+		IBST_EXPECT(a.pdata == IBA_GET_MEM_PTR(CM_APR_PRIVATE_DATA, sa));
+		TAKE(ma, APR_LOCAL_COMM_ID, a.local_comm_id);
+		TAKE(ma, APR_REMOTE_COMM_ID, a.remote_comm_id);
+		TAKE(ma, APR_ADDITIONAL_INFORMATION_LENGTH, a.info_len);
+		TAKE(ma, APR_AR_STATUS, a.status);
+	}
+}
+
 static void test_qp_types(void)
 {
 	u8 t, e;
@@ -772,6 +1215,14 @@ static const struct ibst_case cases[] = {
 	{ "rtu_dreq_drep_layout", test_short_messages },
 	{ "sidr_layout", test_sidr_layout },
 	{ "lap_apr_decode", test_lap_apr_decode },
+	{ "req_descriptors", test_req_descriptors },
+	{ "req_alternate_path_descriptors", test_req_alt_descriptors },
+	{ "rep_descriptors", test_rep_descriptors },
+	{ "rej_descriptors", test_rej_descriptors },
+	{ "mra_descriptors", test_mra_descriptors },
+	{ "rtu_dreq_drep_descriptors", test_short_descriptors },
+	{ "sidr_descriptors", test_sidr_descriptors },
+	{ "lap_apr_descriptors", test_lap_apr_descriptors },
 	{ "qp_type_mapping", test_qp_types },
 	{ "timeouts", test_timing },
 	{ "timewait_conflicts", test_tw_conflicts },
