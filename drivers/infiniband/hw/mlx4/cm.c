@@ -1921,13 +1921,12 @@ static void pvcm_slave_stats(struct mlx4_ib_pvcm *pv, int slave,
 {
 	struct mlx4_ib_pvcm_slave *s = &pv->slaves[slave];
 
-	spin_lock(&pv->lock);
+	lockdep_assert_held(&pv->lock);
 	st->live += s->nr_live;
 	st->timewait += s->nr_timewait;
 	st->allocated += s->allocated;
 	st->freed += s->freed;
 	st->routes += s->nr_routes[0] + s->nr_routes[1];
-	spin_unlock(&pv->lock);
 	st->dropped += atomic_long_read(&s->dropped);
 	st->cap_hits += atomic_long_read(&s->cap_hits);
 }
@@ -1938,62 +1937,75 @@ static void pvcm_slave_stats(struct mlx4_ib_pvcm *pv, int slave,
  * @slave: a slave number, or -1 for the device totals
  * @st: filled with the counters
  *
- * Return: 0, -ENODEV if the cache is not set up, -EINVAL for a bad @slave.
+ * May run at any time while the device is registered (its hardware
+ * counters are read through here), teardown included: the counters are
+ * read in one hold of pv->lock, and a cache that is being torn down
+ * answers -ENODEV.
+ *
+ * Context: process context.
+ * Return: 0, -ENODEV if the cache is not set up (or is going away),
+ * -EINVAL for a bad @slave.
  */
 int mlx4_ib_pvcm_get_stats(struct mlx4_ib_dev *dev, int slave,
 			   struct mlx4_ib_pvcm_stats *st)
 {
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
-	int i;
+	int i, ret = 0;
 
 	memset(st, 0, sizeof(*st));
-	if (!READ_ONCE(pv->ready))
+	/* pairs with the release in init: the lock and slaves are set up */
+	if (!smp_load_acquire(&pv->ready))
 		return -ENODEV;
 	if (slave >= MLX4_MFUNC_MAX || slave < -1)
 		return -EINVAL;
-	if (slave >= 0) {
+	spin_lock(&pv->lock);
+	if (pv->dying || !pv->slaves) {
+		ret = -ENODEV;
+	} else if (slave >= 0) {
 		pvcm_slave_stats(pv, slave, st);
-		return 0;
+	} else {
+		for (i = 0; i < MLX4_MFUNC_MAX; i++)
+			pvcm_slave_stats(pv, i, st);
+		st->dropped += atomic_long_read(&pv->dropped);
 	}
-	for (i = 0; i < MLX4_MFUNC_MAX; i++)
-		pvcm_slave_stats(pv, i, st);
-	st->dropped += atomic_long_read(&pv->dropped);
-	return 0;
+	spin_unlock(&pv->lock);
+	return ret;
 }
 
 /* Names of the device totals among the device's hardware counters. */
 const struct rdma_stat_desc mlx4_ib_pvcm_hw_stat_descs[MLX4_IB_PVCM_HW_STATS] = {
-	{ .name = "pvcm_live" },
-	{ .name = "pvcm_timewait" },
-	{ .name = "pvcm_allocated" },
-	{ .name = "pvcm_freed" },
-	{ .name = "pvcm_dropped" },
-	{ .name = "pvcm_cap_hits" },
-	{ .name = "pvcm_routes" },
+	[MLX4_IB_PVCM_HW_LIVE] = { .name = "pvcm_live" },
+	[MLX4_IB_PVCM_HW_TIMEWAIT] = { .name = "pvcm_timewait" },
+	[MLX4_IB_PVCM_HW_ALLOCATED] = { .name = "pvcm_allocated" },
+	[MLX4_IB_PVCM_HW_FREED] = { .name = "pvcm_freed" },
+	[MLX4_IB_PVCM_HW_DROPPED] = { .name = "pvcm_dropped" },
+	[MLX4_IB_PVCM_HW_CAP_HITS] = { .name = "pvcm_cap_hits" },
+	[MLX4_IB_PVCM_HW_ROUTES] = { .name = "pvcm_routes" },
 };
 
 /**
  * mlx4_ib_pvcm_hw_stats() - read the device totals as hardware counters
  * @dev: the device
- * @value: filled with MLX4_IB_PVCM_HW_STATS values, in the order of
+ * @value: filled with MLX4_IB_PVCM_HW_STATS values, indexed as
  *	mlx4_ib_pvcm_hw_stat_descs
  *
- * All zero while the cache is not set up.  Takes each slave's counters
- * under pv->lock in turn, so the totals may mix two moments; process
- * context, as the get_hw_stats op of the device is called in.
+ * All zero while the cache is not set up or is being torn down (see
+ * mlx4_ib_pvcm_get_stats()).
+ *
+ * Context: process context, as the device's get_hw_stats op.
  */
 void mlx4_ib_pvcm_hw_stats(struct mlx4_ib_dev *dev, u64 *value)
 {
 	struct mlx4_ib_pvcm_stats st;
 
 	mlx4_ib_pvcm_get_stats(dev, -1, &st);
-	value[0] = st.live;
-	value[1] = st.timewait;
-	value[2] = st.allocated;
-	value[3] = st.freed;
-	value[4] = st.dropped;
-	value[5] = st.cap_hits;
-	value[6] = st.routes;
+	value[MLX4_IB_PVCM_HW_LIVE] = st.live;
+	value[MLX4_IB_PVCM_HW_TIMEWAIT] = st.timewait;
+	value[MLX4_IB_PVCM_HW_ALLOCATED] = st.allocated;
+	value[MLX4_IB_PVCM_HW_FREED] = st.freed;
+	value[MLX4_IB_PVCM_HW_DROPPED] = st.dropped;
+	value[MLX4_IB_PVCM_HW_CAP_HITS] = st.cap_hits;
+	value[MLX4_IB_PVCM_HW_ROUTES] = st.routes;
 }
 
 static void pvcm_show_line(struct seq_file *m, const char *who,
@@ -2081,7 +2093,8 @@ void mlx4_ib_cm_paravirt_init(struct mlx4_ib_dev *dev)
 	if (rhashtable_init(&pv->routes, &pvcm_route_params))
 		goto err_sl_ids;
 	pvcm_debugfs_init(dev);
-	WRITE_ONCE(pv->ready, true);
+	/* pairs with the acquire in mlx4_ib_pvcm_get_stats() */
+	smp_store_release(&pv->ready, true);
 	return;
 
 err_sl_ids:
@@ -2128,6 +2141,7 @@ static bool pvcm_teardown_batch(struct mlx4_ib_pvcm *pv,
 
 static void pvcm_teardown(struct mlx4_ib_pvcm *pv)
 {
+	struct mlx4_ib_pvcm_slave *slaves;
 	int i;
 
 	/* the handlers take no more MADs before anything goes away */
@@ -2152,8 +2166,12 @@ static void pvcm_teardown(struct mlx4_ib_pvcm *pv)
 	rhashtable_destroy(&pv->sl_ids);
 	WARN_ON(!xa_empty(&pv->pv_ids));
 	xa_destroy(&pv->pv_ids);
-	kvfree(pv->slaves);
+	/* a counter reader that took the lock before ->dying is done */
+	spin_lock(&pv->lock);
+	slaves = pv->slaves;
 	pv->slaves = NULL;
+	spin_unlock(&pv->lock);
+	kvfree(slaves);
 }
 
 /**
@@ -2196,11 +2214,13 @@ void mlx4_ib_cm_paravirt_clean(struct mlx4_ib_dev *dev, int slave)
  * Frees every entry and route at once and destroys the cache; the handlers
  * drop MADs afterwards.  Called when the device goes away, after mlx4 core
  * stopped delivering events and the tunnel QPs that feed the handlers are
- * gone: no handler, mlx4_ib_pvcm_lookup(), mlx4_ib_pvcm_get_stats() or
- * mlx4_ib_cm_paravirt_clean() call may still be running or start while
- * this runs.  The cache's ready flag only turns away the calls made
- * before it was set up or after it was destroyed.  Does nothing if the
- * cache is not set up.
+ * gone: no handler, mlx4_ib_pvcm_lookup() or mlx4_ib_cm_paravirt_clean()
+ * call may still be running or start while this runs.  The cache's ready
+ * flag only turns away the calls made before it was set up or after it
+ * was destroyed.  mlx4_ib_pvcm_get_stats() is the exception: the device
+ * is still registered, so its hardware counters may be read meanwhile;
+ * such a read holds pv->lock, which the teardown takes before it frees
+ * what the read looks at.  Does nothing if the cache is not set up.
  *
  * Context: process context, may sleep.
  */

@@ -147,8 +147,18 @@ struct mlx4_ib_pvcm_stats {
 int mlx4_ib_pvcm_get_stats(struct mlx4_ib_dev *dev, int slave,
 			   struct mlx4_ib_pvcm_stats *st);
 
-/* The device totals as hardware counters: live ... routes, in that order. */
-#define MLX4_IB_PVCM_HW_STATS	7
+/* The device totals among the device's hardware counters, by index. */
+enum {
+	MLX4_IB_PVCM_HW_LIVE,
+	MLX4_IB_PVCM_HW_TIMEWAIT,
+	MLX4_IB_PVCM_HW_ALLOCATED,
+	MLX4_IB_PVCM_HW_FREED,
+	MLX4_IB_PVCM_HW_DROPPED,
+	MLX4_IB_PVCM_HW_CAP_HITS,
+	MLX4_IB_PVCM_HW_ROUTES,
+	MLX4_IB_PVCM_HW_STATS
+};
+
 extern const struct rdma_stat_desc
 	mlx4_ib_pvcm_hw_stat_descs[MLX4_IB_PVCM_HW_STATS];
 void mlx4_ib_pvcm_hw_stats(struct mlx4_ib_dev *dev, u64 *value);
