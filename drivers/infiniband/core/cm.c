@@ -1690,13 +1690,17 @@ static void cm_req_rcvd(struct cm_job *job)
 		goto destroy;
 
 	/*
-	 * @priv is not published until it has a listener's handler: nothing
-	 * but this function reads it before the lock is taken below.
+	 * @priv is not published until it has a listener's handler: no one
+	 * else can reach it yet, so it is set up without its lock.  It is
+	 * REQ_RCVD from here on, as the trace of a REQ without a listener
+	 * shows, and IDLE again when it is dropped unanswered.
 	 */
 	cm_req_record(priv, m, &r);
+	priv->id.state = IB_CM_REQ_RCVD;
 	listener = cm_req_match(job, priv);
 	if (!listener) {
 		trace_icm_no_listener_err(&priv->id);
+		priv->id.state = IB_CM_IDLE;
 		cm_draft_release(&wcd);
 		goto destroy;
 	}
@@ -1717,7 +1721,6 @@ static void cm_req_rcvd(struct cm_job *job)
 	}
 
 	spin_lock_irq(&priv->lock);
-	priv->id.state = IB_CM_REQ_RCVD;
 	cm_av_publish(priv, &priv->av, &wcd);
 	if (ret) {
 		/* Answer with the WC-derived AV, then drop the ID. */
@@ -2779,7 +2782,8 @@ static int cm_sidr_node_cmp(struct rb_node *a, const struct rb_node *b)
 static bool cm_sidr_insert(struct cm_id_private *priv)
 {
 	lockdep_assert_held(&cmg.lock);
-	return rb_find_add(&priv->sidr_node, &cmg.sidr_tree, cm_sidr_node_cmp);
+	return rb_find_add(&priv->sidr_node, &cmg.sidr_tree,
+			   cm_sidr_node_cmp) != NULL;
 }
 
 static int cm_send_sidr_rep_locked(struct cm_id_private *priv,
