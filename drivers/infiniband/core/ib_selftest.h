@@ -18,9 +18,15 @@
  *   skips the suite (kunit.enable=0), or the module defines
  *   IBST_KTAP_ONLY (below), module_init runs the KTAP form.
  *
- * Cases check with IBST_EXPECT(), IBST_EXPECT_EQ() and IBST_FAIL(); a
- * failed check marks the running case failed and the case goes on.  Only
- * the thread that runs the case may use them.
+ * Cases check with IBST_EXPECT(), the comparisons IBST_EXPECT_EQ() and
+ * friends (which print both expressions and both values when they fail)
+ * and IBST_FAIL(); a failed check marks the running case failed and the
+ * case goes on.  Only the thread that runs the case may use them.  A
+ * suite, or a case, can name a function that prints the state it tests
+ * (ibst_set_dump()): it runs once per case, at the case's first failed
+ * check, so that the failure comes with what the code under test held.
+ * IBST_CASE() makes a table entry named after the case's function, so
+ * that the name in the results is the one in the source.
  *
  * This is not an interface: each test module includes it exactly once
  * (it defines static data and functions).  It sits beside ib_cm's tests;
@@ -29,8 +35,11 @@
 #ifndef IB_SELFTEST_H
 #define IB_SELFTEST_H
 
+#include <linux/err.h>
 #include <linux/init.h>
 #include <linux/kernel.h>
+#include <linux/kstrtox.h>
+#include <linux/minmax.h>
 #include <linux/module.h>
 #include <linux/printk.h>
 #include <linux/stdarg.h>
@@ -64,6 +73,12 @@ struct ibst_case {
 };
 
 /**
+ * IBST_CASE() - a case table entry named after its function
+ * @fn: the case's function, void (*)(void); its name is the case's name
+ */
+#define IBST_CASE(fn) { .name = #fn, .run = fn }
+
+/**
  * struct ibst_suite - the cases of a test module and their fixture
  * @name: suite name, for the KTAP summary line
  * @cases: the case table, ended by an entry without a name
@@ -89,11 +104,48 @@ static const struct ibst_suite ibst_this;
 static struct {
 	unsigned int failures;	/* failed checks of the running case */
 	const char *skip;	/* why the running case was skipped, or NULL */
+	bool in_case;		/* a case is running (not setup or teardown) */
+	bool dumping;		/* a dump function is running */
+	void (*suite_dump)(void);	/* ibst_set_dump() outside a case */
+	void (*case_dump)(void);	/* ibst_set_dump() in the running case */
 #ifdef IBST_KUNIT
 	struct kunit *test;	/* KUnit's context while KUnit runs a case */
 	bool kunit_ran;		/* KUnit ran this module's suite */
 #endif
 } ibst;
+
+/**
+ * ibst_set_dump() - name the function that prints the tested state
+ * @dump: prints what the cases work on (with ibst_diag()), or NULL
+ *
+ * Called outside a case (in the suite's setup, say), @dump serves every
+ * case; called in a case, it serves the rest of that case instead.  It
+ * runs at the first failed check of a case, once per case, right after
+ * that check's message; checks it makes itself are not counted as the
+ * case's.  It must not sleep for long: it runs where the check failed.
+ */
+static __maybe_unused void ibst_set_dump(void (*dump)(void))
+{
+	if (ibst.in_case)
+		ibst.case_dump = dump;
+	else
+		ibst.suite_dump = dump;
+}
+
+/* At a case's first failed check: print the state the case tests. */
+static void ibst_dump_once(void)
+{
+	void (*dump)(void) = ibst.case_dump ?: ibst.suite_dump;
+	unsigned int failures = ibst.failures;
+
+	if (failures != 1 || !dump || ibst.dumping)
+		return;
+	ibst.dumping = true;
+	dump();
+	ibst.dumping = false;
+	/* A check that failed in the dump is not the case's. */
+	ibst.failures = failures;
+}
 
 static __printf(4, 5) void ibst_failed(const char *file, const char *func,
 				       int line, const char *fmt, ...)
@@ -111,11 +163,13 @@ static __printf(4, 5) void ibst_failed(const char *file, const char *func,
 		kunit_err(ibst.test, "EXPECTATION FAILED at %s:%d", file, line);
 		kunit_err(ibst.test, "%s: %pV", func, &vaf);
 		va_end(args);
+		ibst_dump_once();
 		return;
 	}
 #endif
 	pr_info("# %s:%d: %pV\n", func, line, &vaf);
 	va_end(args);
+	ibst_dump_once();
 }
 
 /**
@@ -185,17 +239,243 @@ static __maybe_unused void ibst_skip(const char *why)
 		IBST_FAIL("expected %s", #cond);			\
 } while (0)
 
-/**
- * IBST_EXPECT_EQ() - fail the running case unless @got equals @want
- * @got: the value found, an integer (evaluated once)
- * @want: the value expected, an integer (evaluated once)
+/*
+ * A failed comparison of two integers: @a and @b are the expressions as
+ * written, @va and @vb their values (as 64 bits, sign-extended when they
+ * were signed).  Prints both, in decimal and in hex.
  */
-#define IBST_EXPECT_EQ(got, want) do {					\
-	long long _ibst_got = (got), _ibst_want = (want);		\
+static __maybe_unused void
+ibst_cmp_failed(const char *file, const char *func, int line,
+		const char *a, const char *op, const char *b,
+		u64 va, u64 vb)
+{
+	long long lit;
+
+	/* A number as written needs no value. */
+	if (!kstrtoll(b, 0, &lit))
+		ibst_failed(file, func, line,
+			    "expected %s %s %s, but %s is %lld (%#llx)",
+			    a, op, b, a, (long long)va, va);
+	else
+		ibst_failed(file, func, line,
+			    "expected %s %s %s, but %s is %lld (%#llx), %s is %lld (%#llx)",
+			    a, op, b, a, (long long)va, va, b, (long long)vb,
+			    vb);
+}
+
+/**
+ * IBST_EXPECT_CMP() - fail the running case unless @a @op @b holds
+ * @a: an integer expression (evaluated once)
+ * @op: a C comparison operator: ==, !=, <, <=, > or >=
+ * @b: an integer expression (evaluated once)
+ *
+ * The comparison is C's own, on the types of @a and @b, so it holds
+ * exactly when "@a @op @b" would.  On failure both expressions and both
+ * values are printed.  Use IBST_EXPECT_EQ() and friends; for pointers
+ * IBST_EXPECT_PTR_EQ() and friends (an integer check refuses a pointer).
+ */
+#define IBST_EXPECT_CMP(a, op, b) do {					\
+	typeof(a) __ibst_a = (a);					\
+	typeof(b) __ibst_b = (b);					\
 									\
-	if (_ibst_got != _ibst_want)					\
-		IBST_FAIL("%s == %lld, expected %lld", #got,		\
-			  _ibst_got, _ibst_want);			\
+	/* Integers only: & refuses pointers. */			\
+	(void)(__ibst_a & 0);						\
+	(void)(__ibst_b & 0);						\
+	if (!(__ibst_a op __ibst_b))					\
+		ibst_cmp_failed(__FILE__, __func__, __LINE__, #a, #op,	\
+				#b, (__force u64)__ibst_a,		\
+				(__force u64)__ibst_b);			\
+} while (0)
+
+/**
+ * IBST_EXPECT_EQ() - fail the running case unless @a == @b
+ * @a: the value found, an integer (evaluated once)
+ * @b: the value expected, an integer (evaluated once)
+ */
+#define IBST_EXPECT_EQ(a, b) IBST_EXPECT_CMP(a, ==, b)
+
+/**
+ * IBST_EXPECT_NE() - fail the running case unless @a != @b
+ * @a: an integer (evaluated once)
+ * @b: an integer (evaluated once)
+ */
+#define IBST_EXPECT_NE(a, b) IBST_EXPECT_CMP(a, !=, b)
+
+/**
+ * IBST_EXPECT_LT() - fail the running case unless @a < @b
+ * @a: an integer (evaluated once)
+ * @b: an integer (evaluated once)
+ */
+#define IBST_EXPECT_LT(a, b) IBST_EXPECT_CMP(a, <, b)
+
+/**
+ * IBST_EXPECT_LE() - fail the running case unless @a <= @b
+ * @a: an integer (evaluated once)
+ * @b: an integer (evaluated once)
+ */
+#define IBST_EXPECT_LE(a, b) IBST_EXPECT_CMP(a, <=, b)
+
+/**
+ * IBST_EXPECT_GT() - fail the running case unless @a > @b
+ * @a: an integer (evaluated once)
+ * @b: an integer (evaluated once)
+ */
+#define IBST_EXPECT_GT(a, b) IBST_EXPECT_CMP(a, >, b)
+
+/**
+ * IBST_EXPECT_GE() - fail the running case unless @a >= @b
+ * @a: an integer (evaluated once)
+ * @b: an integer (evaluated once)
+ */
+#define IBST_EXPECT_GE(a, b) IBST_EXPECT_CMP(a, >=, b)
+
+/* A failed comparison of two pointers (printed hashed, as %p does). */
+static __maybe_unused void
+ibst_ptr_failed(const char *file, const char *func, int line,
+		const char *a, const char *op, const char *b,
+		const void *va, const void *vb)
+{
+	ibst_failed(file, func, line, "expected %s %s %s, but %s is %p, %s is %p",
+		    a, op, b, a, va, b, vb);
+}
+
+/**
+ * IBST_EXPECT_PTR_CMP() - fail the running case unless @a @op @b holds
+ * @a: a pointer (evaluated once)
+ * @op: == or !=
+ * @b: a pointer (evaluated once)
+ *
+ * On failure both pointers are printed with %p: hashed, but the same
+ * pointer prints the same, so equal and different ones can be told.
+ */
+#define IBST_EXPECT_PTR_CMP(a, op, b) do {				\
+	typeof(a) __ibst_pa = (a);					\
+	typeof(b) __ibst_pb = (b);					\
+									\
+	if (!(__ibst_pa op __ibst_pb))					\
+		ibst_ptr_failed(__FILE__, __func__, __LINE__, #a, #op,	\
+				#b, __ibst_pa, __ibst_pb);		\
+} while (0)
+
+/**
+ * IBST_EXPECT_PTR_EQ() - fail the running case unless @a == @b
+ * @a: a pointer (evaluated once)
+ * @b: a pointer (evaluated once)
+ */
+#define IBST_EXPECT_PTR_EQ(a, b) IBST_EXPECT_PTR_CMP(a, ==, b)
+
+/**
+ * IBST_EXPECT_PTR_NE() - fail the running case unless @a != @b
+ * @a: a pointer (evaluated once)
+ * @b: a pointer (evaluated once)
+ */
+#define IBST_EXPECT_PTR_NE(a, b) IBST_EXPECT_PTR_CMP(a, !=, b)
+
+/**
+ * IBST_EXPECT_NULL() - fail the running case unless @p is NULL
+ * @p: a pointer (evaluated once)
+ */
+#define IBST_EXPECT_NULL(p) IBST_EXPECT_PTR_CMP(p, ==, NULL)
+
+/**
+ * IBST_EXPECT_NOT_NULL() - fail the running case when @p is NULL
+ * @p: a pointer (evaluated once)
+ */
+#define IBST_EXPECT_NOT_NULL(p) IBST_EXPECT_PTR_CMP(p, !=, NULL)
+
+/**
+ * IBST_EXPECT_NOT_ERR() - fail the running case when @p is an ERR_PTR()
+ * @p: a pointer (evaluated once); the errno it carries is printed
+ */
+#define IBST_EXPECT_NOT_ERR(p) do {					\
+	const void *__ibst_ep = (p);					\
+									\
+	if (IS_ERR(__ibst_ep))						\
+		IBST_FAIL("expected !IS_ERR(%s), but it is %pe", #p,	\
+			  __ibst_ep);					\
+} while (0)
+
+/* A failed comparison of two strings; either may be NULL. */
+static __maybe_unused void
+ibst_str_failed(const char *file, const char *func, int line,
+		const char *a, const char *op, const char *b,
+		const char *va, const char *vb)
+{
+	ibst_failed(file, func, line,
+		    "expected %s %s %s, but %s is \"%s\", %s is \"%s\"",
+		    a, op, b, a, va, b, vb);
+}
+
+/* strcmp() that takes NULL (before every string) */
+static __maybe_unused int ibst_strcmp(const char *a, const char *b)
+{
+	if (!a || !b)
+		return !!a - !!b;
+	return strcmp(a, b);
+}
+
+/*
+ * IBST_EXPECT_STR_CMP() - fail the running case unless two strings are
+ * equal (@eq true) or differ (@eq false); either may be NULL.
+ */
+#define IBST_EXPECT_STR_CMP(a, eq, op, b) do {				\
+	const char *__ibst_sa = (a), *__ibst_sb = (b);			\
+									\
+	if ((ibst_strcmp(__ibst_sa, __ibst_sb) == 0) != (eq))		\
+		ibst_str_failed(__FILE__, __func__, __LINE__, #a, op,	\
+				#b, __ibst_sa, __ibst_sb);		\
+} while (0)
+
+/**
+ * IBST_EXPECT_STREQ() - fail the running case unless two strings are equal
+ * @a: a string, or NULL (evaluated once)
+ * @b: a string, or NULL (evaluated once)
+ */
+#define IBST_EXPECT_STREQ(a, b) IBST_EXPECT_STR_CMP(a, true, "==", b)
+
+/**
+ * IBST_EXPECT_STRNE() - fail the running case unless two strings differ
+ * @a: a string, or NULL (evaluated once)
+ * @b: a string, or NULL (evaluated once)
+ */
+#define IBST_EXPECT_STRNE(a, b) IBST_EXPECT_STR_CMP(a, false, "!=", b)
+
+/* How many bytes of a differing buffer are printed, from the first one. */
+#define IBST_MEM_SHOWN	16
+
+/*
+ * @a and @b differ in their @len bytes: print the offset of the first
+ * byte that differs and up to IBST_MEM_SHOWN bytes of each from there.
+ */
+static __maybe_unused void
+ibst_mem_failed(const char *file, const char *func, int line,
+		const char *a, const char *b, const u8 *va,
+		const u8 *vb, size_t len)
+{
+	size_t at = 0, n;
+
+	while (at < len && va[at] == vb[at])
+		at++;
+	n = min_t(size_t, len - at, IBST_MEM_SHOWN);
+	ibst_failed(file, func, line,
+		    "expected %s == %s (%zu bytes), but at byte %zu %s has %*ph, %s has %*ph",
+		    a, b, len, at, a, (int)n, va + at, b, (int)n, vb + at);
+}
+
+/**
+ * IBST_EXPECT_MEMEQ() - fail the running case unless two buffers are equal
+ * @a: the first buffer (evaluated once)
+ * @b: the second buffer (evaluated once)
+ * @len: how many bytes to compare (evaluated once)
+ */
+#define IBST_EXPECT_MEMEQ(a, b, len) do {				\
+	const u8 *__ibst_ma = (const u8 *)(a);				\
+	const u8 *__ibst_mb = (const u8 *)(b);				\
+	size_t __ibst_len = (len);					\
+									\
+	if (memcmp(__ibst_ma, __ibst_mb, __ibst_len))			\
+		ibst_mem_failed(__FILE__, __func__, __LINE__, #a, #b,	\
+				__ibst_ma, __ibst_mb, __ibst_len);	\
 } while (0)
 
 /* Runs every case of @s, printing KTAP; -EINVAL when a case failed. */
@@ -219,7 +499,10 @@ static int ibst_run_ktap(const struct ibst_suite *s)
 	for (n = 1, c = s->cases; c->name; c++, n++) {
 		ibst.failures = 0;
 		ibst.skip = NULL;
+		ibst.case_dump = NULL;
+		ibst.in_case = true;
 		c->run();
+		ibst.in_case = false;
 		if (ibst.failures)
 			failed++;
 		else if (ibst.skip)
@@ -256,8 +539,11 @@ static void ibst_table(struct kunit *test)
 
 	ibst.failures = 0;
 	ibst.skip = NULL;
+	ibst.case_dump = NULL;
 	ibst.test = test;
+	ibst.in_case = true;
 	c->run();
+	ibst.in_case = false;
 	ibst.test = NULL;
 }
 
