@@ -34,31 +34,32 @@ static void test_idle_rejects_everything(void)
 	int mask = 0;
 
 	id = ib_create_cm_id(fake_dev, handler_a, NULL);
-	IBST_EXPECT(!IS_ERR(id));
+	IBST_EXPECT_NOT_ERR(id);
 	if (IS_ERR(id))
 		return;
-	IBST_EXPECT(id->state == IB_CM_IDLE);
-	IBST_EXPECT(id->remote_id == 0 && id->lap_state == IB_CM_LAP_UNINIT);
-	IBST_EXPECT(id->remote_cm_qpn == 1);
-	IBST_EXPECT(ib_send_cm_rep(id, &rep) == -EINVAL);
-	IBST_EXPECT(ib_send_cm_rtu(id, NULL, 0) == -EINVAL);
-	IBST_EXPECT(ib_send_cm_dreq(id, NULL, 0) == -EINVAL);
-	IBST_EXPECT(ib_send_cm_drep(id, NULL, 0) == -EINVAL);
-	IBST_EXPECT(ib_send_cm_rej(id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0,
-				   NULL, 0) == -EINVAL);
-	IBST_EXPECT(ib_send_cm_mra(id, 10, NULL, 0) == -EINVAL);
-	IBST_EXPECT(ib_cm_notify(id, IB_EVENT_COMM_EST) == -EINVAL);
-	IBST_EXPECT(ib_cm_notify(id, IB_EVENT_PATH_MIG) == -EINVAL);
-	IBST_EXPECT(ib_cm_notify(id, IB_EVENT_QP_FATAL) == -EINVAL);
+	IBST_EXPECT_EQ(id->state, IB_CM_IDLE);
+	IBST_EXPECT_EQ(id->remote_id, cpu_to_be32(0));
+	IBST_EXPECT_EQ(id->lap_state, IB_CM_LAP_UNINIT);
+	IBST_EXPECT_EQ(id->remote_cm_qpn, 1);
+	IBST_EXPECT_EQ(ib_send_cm_rep(id, &rep), -EINVAL);
+	IBST_EXPECT_EQ(ib_send_cm_rtu(id, NULL, 0), -EINVAL);
+	IBST_EXPECT_EQ(ib_send_cm_dreq(id, NULL, 0), -EINVAL);
+	IBST_EXPECT_EQ(ib_send_cm_drep(id, NULL, 0), -EINVAL);
+	IBST_EXPECT_EQ(ib_send_cm_rej(id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0,
+				      NULL, 0), -EINVAL);
+	IBST_EXPECT_EQ(ib_send_cm_mra(id, 10, NULL, 0), -EINVAL);
+	IBST_EXPECT_EQ(ib_cm_notify(id, IB_EVENT_COMM_EST), -EINVAL);
+	IBST_EXPECT_EQ(ib_cm_notify(id, IB_EVENT_PATH_MIG), -EINVAL);
+	IBST_EXPECT_EQ(ib_cm_notify(id, IB_EVENT_QP_FATAL), -EINVAL);
 	attr.qp_state = IB_QPS_INIT;
-	IBST_EXPECT(ib_cm_init_qp_attr(id, &attr, &mask) == -EINVAL);
+	IBST_EXPECT_EQ(ib_cm_init_qp_attr(id, &attr, &mask), -EINVAL);
 	attr.qp_state = IB_QPS_RTR;
-	IBST_EXPECT(ib_cm_init_qp_attr(id, &attr, &mask) == -EINVAL);
+	IBST_EXPECT_EQ(ib_cm_init_qp_attr(id, &attr, &mask), -EINVAL);
 	attr.qp_state = IB_QPS_RTS;
-	IBST_EXPECT(ib_cm_init_qp_attr(id, &attr, &mask) == -EINVAL);
+	IBST_EXPECT_EQ(ib_cm_init_qp_attr(id, &attr, &mask), -EINVAL);
 	attr.qp_state = IB_QPS_SQD;
-	IBST_EXPECT(ib_cm_init_qp_attr(id, &attr, &mask) == -EINVAL);
-	IBST_EXPECT(id->state == IB_CM_IDLE);
+	IBST_EXPECT_EQ(ib_cm_init_qp_attr(id, &attr, &mask), -EINVAL);
+	IBST_EXPECT_EQ(id->state, IB_CM_IDLE);
 	ib_destroy_cm_id(id);
 }
 
@@ -73,20 +74,20 @@ static void test_param_limits(void)
 	struct ib_cm_id *id;
 
 	id = ib_create_cm_id(fake_dev, handler_a, NULL);
-	IBST_EXPECT(!IS_ERR(id));
+	IBST_EXPECT_NOT_ERR(id);
 	if (IS_ERR(id))
 		return;
 	/* No primary path. */
-	IBST_EXPECT(ib_send_cm_req(id, &req) == -EINVAL);
+	IBST_EXPECT_EQ(ib_send_cm_req(id, &req), -EINVAL);
 	/* UD is not a connected service. */
 	req.primary_path = &path;
 	req.qp_type = IB_QPT_UD;
-	IBST_EXPECT(ib_send_cm_req(id, &req) == -EINVAL);
+	IBST_EXPECT_EQ(ib_send_cm_req(id, &req), -EINVAL);
 	/* Private data beyond the 92 bytes a REQ carries. */
 	req.qp_type = IB_QPT_RC;
 	req.private_data = big;
 	req.private_data_len = IB_CM_REQ_PRIVATE_DATA_SIZE + 1;
-	IBST_EXPECT(ib_send_cm_req(id, &req) == -EINVAL);
+	IBST_EXPECT_EQ(ib_send_cm_req(id, &req), -EINVAL);
 	/* Alternate path with a different P_Key. */
 	req.private_data_len = 0;
 	req.alternate_path = &path;
@@ -94,15 +95,16 @@ static void test_param_limits(void)
 	req.primary_path = kmemdup(&path, sizeof(path), GFP_KERNEL);
 	if (req.primary_path) {
 		req.primary_path->pkey = cpu_to_be16(0x8001);
-		IBST_EXPECT(ib_send_cm_req(id, &req) == -EINVAL);
+		IBST_EXPECT_EQ(ib_send_cm_req(id, &req), -EINVAL);
 		kfree(req.primary_path);
 	}
-	IBST_EXPECT(ib_send_cm_rtu(id, big, IB_CM_RTU_PRIVATE_DATA_SIZE + 1) ==
-		    -EINVAL);
-	IBST_EXPECT(ib_send_cm_mra(id, 1, big,
-				   IB_CM_MRA_PRIVATE_DATA_SIZE + 1) == -EINVAL);
-	IBST_EXPECT(ib_send_cm_sidr_req(id, &sidr) == -EINVAL);
-	IBST_EXPECT(id->state == IB_CM_IDLE);
+	IBST_EXPECT_EQ(ib_send_cm_rtu(id, big, IB_CM_RTU_PRIVATE_DATA_SIZE + 1),
+		       -EINVAL);
+	IBST_EXPECT_EQ(ib_send_cm_mra(id, 1, big,
+				      IB_CM_MRA_PRIVATE_DATA_SIZE + 1),
+		       -EINVAL);
+	IBST_EXPECT_EQ(ib_send_cm_sidr_req(id, &sidr), -EINVAL);
+	IBST_EXPECT_EQ(id->state, IB_CM_IDLE);
 	ib_destroy_cm_id(id);
 }
 
@@ -117,19 +119,20 @@ static void test_listen_transitions(void)
 		IBST_FAIL("cannot create the cm_ids");
 		goto out;
 	}
-	IBST_EXPECT(ib_cm_listen(a, sid) == 0);
-	IBST_EXPECT(a->state == IB_CM_LISTEN && a->service_id == sid);
+	IBST_EXPECT_EQ(ib_cm_listen(a, sid), 0);
+	IBST_EXPECT_EQ(a->state, IB_CM_LISTEN);
+	IBST_EXPECT_EQ(a->service_id, sid);
 	/* A second listener on the same service ID and device: busy. */
-	IBST_EXPECT(ib_cm_listen(b, sid) == -EBUSY);
-	IBST_EXPECT(b->state == IB_CM_IDLE);
+	IBST_EXPECT_EQ(ib_cm_listen(b, sid), -EBUSY);
+	IBST_EXPECT_EQ(b->state, IB_CM_IDLE);
 	/* Listening twice is not allowed. */
-	IBST_EXPECT(ib_cm_listen(a, cpu_to_be64(0x42)) == -EINVAL);
+	IBST_EXPECT_EQ(ib_cm_listen(a, cpu_to_be64(0x42)), -EINVAL);
 	/* A listener cannot connect. */
-	IBST_EXPECT(ib_send_cm_dreq(a, NULL, 0) == -EINVAL);
+	IBST_EXPECT_EQ(ib_send_cm_dreq(a, NULL, 0), -EINVAL);
 	ib_destroy_cm_id(a);
 	a = NULL;
 	/* Destroying the listener frees the service ID. */
-	IBST_EXPECT(ib_cm_listen(b, sid) == 0);
+	IBST_EXPECT_EQ(ib_cm_listen(b, sid), 0);
 out:
 	if (!IS_ERR_OR_NULL(a))
 		ib_destroy_cm_id(a);
@@ -148,13 +151,13 @@ static void test_service_id_assignment(void)
 		goto out;
 	}
 	/* The locally administered range is reserved for assignment. */
-	IBST_EXPECT(ib_cm_listen(a, cpu_to_be64(0x0200000000000001ULL)) ==
-		    -EINVAL);
-	IBST_EXPECT(ib_cm_listen(a, IB_CM_ASSIGN_SERVICE_ID) == 0);
-	IBST_EXPECT(ib_cm_listen(b, IB_CM_ASSIGN_SERVICE_ID) == 0);
-	IBST_EXPECT((a->service_id & IB_SERVICE_ID_AGN_MASK) ==
-		    IB_CM_ASSIGN_SERVICE_ID);
-	IBST_EXPECT(a->service_id != b->service_id);
+	IBST_EXPECT_EQ(ib_cm_listen(a, cpu_to_be64(0x0200000000000001ULL)),
+		       -EINVAL);
+	IBST_EXPECT_EQ(ib_cm_listen(a, IB_CM_ASSIGN_SERVICE_ID), 0);
+	IBST_EXPECT_EQ(ib_cm_listen(b, IB_CM_ASSIGN_SERVICE_ID), 0);
+	IBST_EXPECT_EQ(a->service_id & IB_SERVICE_ID_AGN_MASK,
+		       IB_CM_ASSIGN_SERVICE_ID);
+	IBST_EXPECT_NE(a->service_id, b->service_id);
 out:
 	if (!IS_ERR(a))
 		ib_destroy_cm_id(a);
@@ -168,37 +171,38 @@ static void test_shared_listen(void)
 	struct ib_cm_id *x, *y, *z, *w;
 
 	x = ib_cm_insert_listen(fake_dev, handler_a, sid);
-	IBST_EXPECT(!IS_ERR(x));
+	IBST_EXPECT_NOT_ERR(x);
 	if (IS_ERR(x))
 		return;
-	IBST_EXPECT(x->state == IB_CM_LISTEN);
+	IBST_EXPECT_EQ(x->state, IB_CM_LISTEN);
 	/* Same handler, no context: the listener is shared. */
 	y = ib_cm_insert_listen(fake_dev, handler_a, sid);
-	IBST_EXPECT(y == x);
+	IBST_EXPECT_PTR_EQ(y, x);
 	/* Another handler cannot share it. */
 	z = ib_cm_insert_listen(fake_dev, handler_b, sid);
-	IBST_EXPECT(IS_ERR(z) && PTR_ERR(z) == -EINVAL);
+	IBST_EXPECT_EQ(PTR_ERR_OR_ZERO(z), -EINVAL);
 	/* One share gone: still listening. */
 	ib_destroy_cm_id(x);
 	w = ib_create_cm_id(fake_dev, handler_b, NULL);
 	if (!IS_ERR(w)) {
-		IBST_EXPECT(ib_cm_listen(w, sid) == -EBUSY);
+		IBST_EXPECT_EQ(ib_cm_listen(w, sid), -EBUSY);
 		/* Last share gone: the service ID is free again. */
 		if (!IS_ERR(y))
 			ib_destroy_cm_id(y);
-		IBST_EXPECT(ib_cm_listen(w, sid) == 0);
+		IBST_EXPECT_EQ(ib_cm_listen(w, sid), 0);
 		ib_destroy_cm_id(w);
 	}
 }
 
 static void test_reject_text(void)
 {
-	IBST_EXPECT(strlen(ibcm_reject_msg(IB_CM_REJ_INVALID_SERVICE_ID)) > 0);
-	IBST_EXPECT(strcmp(ibcm_reject_msg(IB_CM_REJ_STALE_CONN),
-			   ibcm_reject_msg(IB_CM_REJ_TIMEOUT)));
-	IBST_EXPECT(!strcmp(ibcm_reject_msg(0), ibcm_reject_msg(1000)));
-	IBST_EXPECT(strcmp(ibcm_reject_msg(1000),
-			   ibcm_reject_msg(IB_CM_REJ_NO_QP)));
+	IBST_EXPECT_GT(strlen(ibcm_reject_msg(IB_CM_REJ_INVALID_SERVICE_ID)),
+		       0);
+	IBST_EXPECT_STRNE(ibcm_reject_msg(IB_CM_REJ_STALE_CONN),
+			  ibcm_reject_msg(IB_CM_REJ_TIMEOUT));
+	IBST_EXPECT_STREQ(ibcm_reject_msg(0), ibcm_reject_msg(1000));
+	IBST_EXPECT_STRNE(ibcm_reject_msg(1000),
+			  ibcm_reject_msg(IB_CM_REJ_NO_QP));
 }
 
 static const struct ibst_case cases[] = {

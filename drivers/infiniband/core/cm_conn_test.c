@@ -640,8 +640,8 @@ struct cc_qp_want {
 	long long _g = (got), _w = (want);				\
 									\
 	if (_g != _w)							\
-		IBST_FAIL("%s: %s == %lld, expected %lld", (w)->side,	\
-			  #got, _g, _w);				\
+		IBST_FAIL("%s: expected %s == %s, but %s is %lld, %s is %lld", \
+			  (w)->side, #got, #want, #got, _g, #want, _w);	\
 } while (0)
 
 #define CC_TRUE(w, cond) do {						\
@@ -931,7 +931,7 @@ static void cc_check_req_event(const struct cc_conn *c,
 {
 	bool xrc = cc_xrc(c);
 
-	IBST_EXPECT(e->listen_id == c->listen);
+	IBST_EXPECT_PTR_EQ(e->listen_id, c->listen);
 	IBST_EXPECT_EQ(e->state, IB_CM_REQ_RCVD);
 	IBST_EXPECT_EQ(e->qp_type, xrc ? IB_QPT_XRC_TGT : c->type);
 	IBST_EXPECT_EQ(e->remote_qpn, c->req.qp_num);
@@ -945,16 +945,17 @@ static void cc_check_req_event(const struct cc_conn *c,
 	/* The peer's "remote" timeout is this side's own, and back. */
 	IBST_EXPECT_EQ(e->local_resp, c->req.remote_cm_response_timeout);
 	IBST_EXPECT_EQ(e->remote_resp, c->req.local_cm_response_timeout);
-	IBST_EXPECT(e->ca_guid == cc_dev->node_guid);
+	IBST_EXPECT_EQ(e->ca_guid, cc_dev->node_guid);
 	IBST_EXPECT_EQ(e->port, cc_port);
 	IBST_EXPECT_EQ(e->bth_pkey, 0xffff);
 	IBST_EXPECT(e->sgid_ok);
-	IBST_EXPECT(e->has_path && !e->has_alt);
+	IBST_EXPECT(e->has_path);
+	IBST_EXPECT(!e->has_alt);
 	if (e->has_path) {
 		/* Seen from the passive side: both ends are this GID. */
-		IBST_EXPECT(!memcmp(e->path_sgid.raw, cc_gid->gid.raw, 16));
-		IBST_EXPECT(!memcmp(e->path_dgid.raw, cc_gid->gid.raw, 16));
-		IBST_EXPECT(e->path_pkey == cpu_to_be16(0xffff));
+		IBST_EXPECT_MEMEQ(e->path_sgid.raw, cc_gid->gid.raw, 16);
+		IBST_EXPECT_MEMEQ(e->path_dgid.raw, cc_gid->gid.raw, 16);
+		IBST_EXPECT_EQ(e->path_pkey, cpu_to_be16(0xffff));
 		IBST_EXPECT_EQ(e->path_mtu, IB_MTU_1024);
 	}
 	IBST_EXPECT(cc_pdata_is(e, 'Q'));
@@ -977,7 +978,7 @@ static void cc_check_rep_event(const struct cc_conn *c,
 	IBST_EXPECT_EQ(e->flow_control, xrc ? 0 : c->rep.flow_control);
 	IBST_EXPECT_EQ(e->rnr_retry, c->rep.rnr_retry_count);
 	IBST_EXPECT_EQ(e->srq, xrc ? 1 : c->rep.srq);
-	IBST_EXPECT(e->ca_guid == cc_dev->node_guid);
+	IBST_EXPECT_EQ(e->ca_guid, cc_dev->node_guid);
 	IBST_EXPECT(cc_pdata_is(e, 'P'));
 }
 
@@ -1335,7 +1336,7 @@ static void test_rej_consumer_ari(void)
 		goto out;
 	IBST_EXPECT_EQ(e.rej_reason, IB_CM_REJ_CONSUMER_DEFINED);
 	IBST_EXPECT_EQ(e.ari_len, sizeof(ari));
-	IBST_EXPECT(!memcmp(e.ari, ari, sizeof(ari)));
+	IBST_EXPECT_MEMEQ(e.ari, ari, sizeof(ari));
 	IBST_EXPECT(cc_pdata_is(&e, 'J'));
 	IBST_EXPECT_EQ(e.state, IB_CM_IDLE);
 	IBST_EXPECT_EQ(cc_state(c->act), IB_CM_IDLE);
@@ -1383,7 +1384,7 @@ static void test_req_unanswered_times_out(void)
 	ms = ktime_ms_delta(e.at, t0);
 	ibst_diag("REQ failed after %u ms (%u ms expected)", ms,
 		  cc_fast_req_ms());
-	IBST_EXPECT(ms >= cc_fast_req_ms() * 4 / 5);
+	IBST_EXPECT_GE(ms, cc_fast_req_ms() * 4 / 5);
 	IBST_EXPECT_EQ(e.send_status, IB_WC_RESP_TIMEOUT_ERR);
 	IBST_EXPECT_EQ(e.state, IB_CM_IDLE);
 	IBST_EXPECT_EQ(cc_count(c, NULL, IB_CM_REQ_RECEIVED, 0, NULL), 1);
@@ -1559,7 +1560,7 @@ static void test_rep_rejected_by_active(void)
 		goto out;
 	IBST_EXPECT_EQ(e.rej_reason, IB_CM_REJ_CONSUMER_DEFINED);
 	IBST_EXPECT_EQ(e.ari_len, sizeof(ari));
-	IBST_EXPECT(!memcmp(e.ari, ari, sizeof(ari)));
+	IBST_EXPECT_MEMEQ(e.ari, ari, sizeof(ari));
 	IBST_EXPECT(cc_pdata_is(&e, 'K'));
 	IBST_EXPECT_EQ(e.state, IB_CM_IDLE);
 	cc_counter_is("cm_tx_msgs", "rej", rejs + 1);
@@ -1608,7 +1609,7 @@ static void test_req_private_data_limits(void)
 	IBST_EXPECT_EQ(ib_send_cm_req(c->act, &c->req), 0);
 	if (!cc_wait(c, NULL, IB_CM_REQ_RECEIVED, &e))
 		goto out;
-	IBST_EXPECT(!memcmp(e.req_pdata, big, IB_CM_REQ_PRIVATE_DATA_SIZE));
+	IBST_EXPECT_MEMEQ(e.req_pdata, big, IB_CM_REQ_PRIVATE_DATA_SIZE);
 out:
 	cc_end(c);
 }
@@ -1653,10 +1654,10 @@ static bool cc_sidr_asked(struct cc_conn *c)
 
 	if (!cc_wait(c, NULL, IB_CM_SIDR_REQ_RECEIVED, &e) || !cc_passive(c))
 		return false;
-	IBST_EXPECT(e.listen_id == c->listen);
+	IBST_EXPECT_PTR_EQ(e.listen_id, c->listen);
 	IBST_EXPECT_EQ(e.state, IB_CM_SIDR_REQ_RCVD);
-	IBST_EXPECT(e.service_id == c->req.service_id);
-	IBST_EXPECT(c->pas->service_id == c->req.service_id);
+	IBST_EXPECT_EQ(e.service_id, c->req.service_id);
+	IBST_EXPECT_EQ(c->pas->service_id, c->req.service_id);
 	IBST_EXPECT_EQ(e.sidr_pkey, 0xffff);
 	IBST_EXPECT_EQ(e.bth_pkey, 0xffff);
 	IBST_EXPECT_EQ(e.port, cc_port);
@@ -1676,7 +1677,7 @@ static bool cc_sidr_answer(struct cc_conn *c, int status, struct cc_event *e)
 	/* Answered: the SIDR_REQ is not sent again, nothing else comes. */
 	msleep(CC_SIDR_MS + CC_QUIET_MS);
 	IBST_EXPECT_EQ(cc_count(c, c->act, CC_ANY, 0, NULL), 1);
-	IBST_EXPECT(cc_count(c, NULL, IB_CM_SIDR_REQ_RECEIVED, 0, NULL) <= 1);
+	IBST_EXPECT_LE(cc_count(c, NULL, IB_CM_SIDR_REQ_RECEIVED, 0, NULL), 1);
 	return true;
 }
 
@@ -1744,7 +1745,7 @@ static void test_sidr_rep_additional_info(void)
 		goto out;
 	IBST_EXPECT_EQ(e.remote_qpn, rp.qp_num);
 	IBST_EXPECT_EQ(e.info_len, sizeof(info));
-	IBST_EXPECT(!memcmp(e.info, info, sizeof(info)));
+	IBST_EXPECT_MEMEQ(e.info, info, sizeof(info));
 out:
 	cc_end(c);
 }

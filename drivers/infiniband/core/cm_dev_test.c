@@ -376,7 +376,7 @@ static void mock_expect_given_up(struct mock_dev *m, bool mad_works)
 
 	rdma_for_each_port(&m->ibdev, p) {
 		IBST_EXPECT(!mock_cm_holds(m, p));
-		IBST_EXPECT(!(m->cap_mask[p] & IB_PORT_CM_SUP));
+		IBST_EXPECT_EQ(m->cap_mask[p] & IB_PORT_CM_SUP, 0);
 		if (mad_works)
 			IBST_EXPECT(mock_cm_class_free(m, p));
 	}
@@ -389,7 +389,7 @@ static void mock_expect_taken(struct mock_dev *m)
 
 	rdma_for_each_port(&m->ibdev, p) {
 		IBST_EXPECT(mock_cm_holds(m, p));
-		IBST_EXPECT(m->cap_mask[p] & IB_PORT_CM_SUP);
+		IBST_EXPECT_NE(m->cap_mask[p] & IB_PORT_CM_SUP, 0);
 	}
 }
 
@@ -401,7 +401,7 @@ static void mock_remove_taken(struct mock_dev *m)
 	ib_unregister_device(&m->ibdev);
 	rdma_for_each_port(&m->ibdev, p) {
 		IBST_EXPECT(!mock_cm_holds(m, p));
-		IBST_EXPECT(!(m->cap_mask[p] & IB_PORT_CM_SUP));
+		IBST_EXPECT_EQ(m->cap_mask[p] & IB_PORT_CM_SUP, 0);
 		IBST_EXPECT_EQ(m->cm_clears[p], 1);
 	}
 	mock_free(m, false);
@@ -495,9 +495,9 @@ static void test_fail_nth_sweep(void)
 	}
 	ibst_diag("failed adds: %u before port 1 was set up, %u after",
 		  on_port1, after_port1);
-	IBST_EXPECT(n <= MOCK_SWEEP_MAX);
-	IBST_EXPECT(on_port1 > 0);
-	IBST_EXPECT(after_port1 > 0);
+	IBST_EXPECT_LE(n, MOCK_SWEEP_MAX);
+	IBST_EXPECT_GT(on_port1, 0);
+	IBST_EXPECT_GT(after_port1, 0);
 }
 
 /*

@@ -877,28 +877,30 @@ static void test_req_event(void)
 
 	rx_new_peer(&peer);
 	listen = ib_create_cm_id(rx_dev, rx_handler, NULL);
-	IBST_EXPECT(!IS_ERR(listen));
+	IBST_EXPECT_NOT_ERR(listen);
 	if (IS_ERR(listen))
 		return;
-	IBST_EXPECT(ib_cm_listen(listen, sid) == 0);
-	IBST_EXPECT(rx_send_req(&peer, sid, 'R', 0xabcdef, 0x5a5a0001) == 0);
+	IBST_EXPECT_EQ(ib_cm_listen(listen, sid), 0);
+	IBST_EXPECT_EQ(rx_send_req(&peer, sid, 'R', 0xabcdef, 0x5a5a0001), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(NULL, IB_CM_REQ_RECEIVED, &e));
-	IBST_EXPECT(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL) == 1);
-	IBST_EXPECT(e.listen_id == listen);
-	IBST_EXPECT(e.id && e.id != listen);
-	IBST_EXPECT(e.remote_qpn == peer.qpn);
-	IBST_EXPECT(e.starting_psn == 0x123456);
-	IBST_EXPECT(e.ca_guid == cpu_to_be64(peer.guid));
-	IBST_EXPECT(e.ece_vendor == 0xabcdef);
-	IBST_EXPECT(e.ece_attr == 0x5a5a0001);
+	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL), 1);
+	IBST_EXPECT_PTR_EQ(e.listen_id, listen);
+	IBST_EXPECT_NOT_NULL(e.id);
+	IBST_EXPECT_PTR_NE(e.id, listen);
+	IBST_EXPECT_EQ(e.remote_qpn, peer.qpn);
+	IBST_EXPECT_EQ(e.starting_psn, 0x123456);
+	IBST_EXPECT_EQ(e.ca_guid, cpu_to_be64(peer.guid));
+	IBST_EXPECT_EQ(e.ece_vendor, 0xabcdef);
+	IBST_EXPECT_EQ(e.ece_attr, 0x5a5a0001);
 	rx_pdata(want, 'R');
-	IBST_EXPECT(e.has_pdata && !memcmp(e.pdata, want, RX_PDATA));
-	IBST_EXPECT(rx_ctr(CM_CTR_RX, CM_REQ_ATTR_ID) == rx + 1);
+	IBST_EXPECT(e.has_pdata);
+	IBST_EXPECT_MEMEQ(e.pdata, want, RX_PDATA);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX, CM_REQ_ATTR_ID), rx + 1);
 	if (e.id) {
-		IBST_EXPECT(rx_state(e.id) == IB_CM_REQ_RCVD);
-		IBST_EXPECT(e.id->remote_id == cpu_to_be32(peer.comm_id));
-		IBST_EXPECT(e.id->service_id == sid);
+		IBST_EXPECT_EQ(rx_state(e.id), IB_CM_REQ_RCVD);
+		IBST_EXPECT_EQ(e.id->remote_id, cpu_to_be32(peer.comm_id));
+		IBST_EXPECT_EQ(e.id->service_id, sid);
 		rx_claim(e.id);
 		ib_destroy_cm_id(e.id);
 	}
@@ -914,10 +916,10 @@ static void test_req_no_listener(void)
 	struct rx_peer peer;
 
 	rx_new_peer(&peer);
-	IBST_EXPECT(rx_send_req(&peer, rx_sid(), 'r', 0, 0) == 0);
+	IBST_EXPECT_EQ(rx_send_req(&peer, rx_sid(), 'r', 0, 0), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_REJ_ATTR_ID, rej));
-	IBST_EXPECT(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL) == 0);
+	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL), 0);
 	rx_quiesce();
 	rx_forget_events();
 }
@@ -935,13 +937,13 @@ static void test_rej_timeout(void)
 	IBST_EXPECT(rx_passive_req(&c));
 	if (ibst_case_failed())
 		goto out;
-	IBST_EXPECT(!rx_send_rej(&c.peer, NULL, CMC_MSG_OTHER,
-				 IB_CM_REJ_TIMEOUT, 'T'));
+	IBST_EXPECT_EQ(rx_send_rej(&c.peer, NULL, CMC_MSG_OTHER,
+				   IB_CM_REJ_TIMEOUT, 'T'), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(c.id, IB_CM_REJ_RECEIVED, &e));
-	IBST_EXPECT(e.rej_reason == IB_CM_REJ_TIMEOUT);
+	IBST_EXPECT_EQ(e.rej_reason, IB_CM_REJ_TIMEOUT);
 	IBST_EXPECT(rx_pdata_is(&e, 'T'));
-	IBST_EXPECT(rx_state(c.id) == IB_CM_IDLE);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_IDLE);
 out:
 	rx_passive_end(&c);
 }
@@ -960,25 +962,25 @@ static void test_dup_req(void)
 	mra = rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID);
 
 	/* REQ_RCVD: nothing to repeat yet. */
-	IBST_EXPECT(rx_send_req(&c.peer, c.sid, 'q', 0, 0) == 0);
+	IBST_EXPECT_EQ(rx_send_req(&c.peer, c.sid, 'q', 0, 0), 0);
 	rx_quiesce();
-	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID) == dups + 1);
-	IBST_EXPECT(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL) == 1);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_REQ_RCVD);
-	IBST_EXPECT(rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID) == mra);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID), dups + 1);
+	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL), 1);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_REQ_RCVD);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID), mra);
 
 	/* MRA_REQ_SENT: the duplicate is answered with our MRA again. */
-	IBST_EXPECT(ib_send_cm_mra(c.id, 20, NULL, 0) == 0);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_MRA_REQ_SENT);
+	IBST_EXPECT_EQ(ib_send_cm_mra(c.id, 20, NULL, 0), 0);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_MRA_REQ_SENT);
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_MRA_ATTR_ID, mra));
 	rx_quiesce();
 	mra = rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID);
-	IBST_EXPECT(rx_send_req(&c.peer, c.sid, 'q', 0, 0) == 0);
+	IBST_EXPECT_EQ(rx_send_req(&c.peer, c.sid, 'q', 0, 0), 0);
 	cm_test_flush();
-	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID) == dups + 2);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID), dups + 2);
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_MRA_ATTR_ID, mra));
-	IBST_EXPECT(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL) == 1);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_MRA_REQ_SENT);
+	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL), 1);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_MRA_REQ_SENT);
 out:
 	rx_passive_end(&c);
 }
@@ -993,20 +995,20 @@ static void test_rtu(void)
 	IBST_EXPECT(rx_passive_req(&c));
 	if (ibst_case_failed())
 		goto out;
-	IBST_EXPECT(rx_passive_rep(&c) == 0);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_REP_SENT);
-	IBST_EXPECT(rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'U') == 0);
+	IBST_EXPECT_EQ(rx_passive_rep(&c), 0);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_REP_SENT);
+	IBST_EXPECT_EQ(rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'U'), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(c.id, IB_CM_RTU_RECEIVED, &e));
 	IBST_EXPECT(rx_pdata_is(&e, 'U'));
-	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_ESTABLISHED);
 
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_RTU_ATTR_ID);
-	IBST_EXPECT(rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'V') == 0);
+	IBST_EXPECT_EQ(rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'V'), 0);
 	rx_quiesce();
-	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_RTU_ATTR_ID) == dups + 1);
-	IBST_EXPECT(rx_count(c.id, IB_CM_RTU_RECEIVED, NULL) == 1);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_RTU_ATTR_ID), dups + 1);
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_RTU_RECEIVED, NULL), 1);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_ESTABLISHED);
 out:
 	rx_passive_end(&c);
 }
@@ -1027,32 +1029,33 @@ static void test_dreq(void)
 	rx_quiesce();
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID);
 
-	IBST_EXPECT(rx_send_dreq(&c.peer, c.id->local_id, c.qpn + 1, 'w') == 0);
+	IBST_EXPECT_EQ(rx_send_dreq(&c.peer, c.id->local_id, c.qpn + 1, 'w'),
+		       0);
 	rx_quiesce();
-	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
-	IBST_EXPECT(rx_count(c.id, IB_CM_DREQ_RECEIVED, NULL) == 0);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_ESTABLISHED);
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_DREQ_RECEIVED, NULL), 0);
 
-	IBST_EXPECT(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'D') == 0);
+	IBST_EXPECT_EQ(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'D'), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(c.id, IB_CM_DREQ_RECEIVED, &e));
 	IBST_EXPECT(rx_pdata_is(&e, 'D'));
-	IBST_EXPECT(rx_state(c.id) == IB_CM_DREQ_RCVD);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_DREQ_RCVD);
 
-	IBST_EXPECT(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'E') == 0);
+	IBST_EXPECT_EQ(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'E'), 0);
 	rx_quiesce();
-	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID) == dups + 1);
-	IBST_EXPECT(rx_count(c.id, IB_CM_DREQ_RECEIVED, NULL) == 1);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID), dups + 1);
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_DREQ_RECEIVED, NULL), 1);
 
-	IBST_EXPECT(ib_send_cm_drep(c.id, NULL, 0) == 0);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_TIMEWAIT);
+	IBST_EXPECT_EQ(ib_send_cm_drep(c.id, NULL, 0), 0);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_TIMEWAIT);
 	rx_quiesce();
 	drep = rx_ctr(CM_CTR_TX, CM_DREP_ATTR_ID);
-	IBST_EXPECT(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'F') == 0);
+	IBST_EXPECT_EQ(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'F'), 0);
 	cm_test_flush();
-	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID) == dups + 2);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID), dups + 2);
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_DREP_ATTR_ID, drep));
-	IBST_EXPECT(rx_count(c.id, IB_CM_DREQ_RECEIVED, NULL) == 1);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_TIMEWAIT);
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_DREQ_RECEIVED, NULL), 1);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_TIMEWAIT);
 out:
 	rx_passive_end(&c);
 }
@@ -1068,10 +1071,10 @@ static void test_dreq_unknown(void)
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID);
 	drep = rx_ctr(CM_CTR_TX, CM_DREP_ATTR_ID);
 	/* Nobody uses IDs with this value: the peer made it up. */
-	IBST_EXPECT(!rx_send_dreq(&peer, cpu_to_be32(~peer.comm_id), 0x1234,
-				  'n'));
+	IBST_EXPECT_EQ(rx_send_dreq(&peer, cpu_to_be32(~peer.comm_id), 0x1234,
+				    'n'), 0);
 	cm_test_flush();
-	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID) == dups + 1);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID), dups + 1);
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_DREP_ATTR_ID, drep));
 	rx_quiesce();
 	rx_forget_events();
@@ -1091,26 +1094,27 @@ static void test_req_in_timewait(void)
 	IBST_EXPECT(rx_passive_connect(&c));
 	if (ibst_case_failed())
 		goto out;
-	IBST_EXPECT(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'D') == 0);
+	IBST_EXPECT_EQ(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'D'), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(c.id, IB_CM_DREQ_RECEIVED, NULL));
-	IBST_EXPECT(ib_send_cm_drep(c.id, NULL, 0) == 0);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_TIMEWAIT);
+	IBST_EXPECT_EQ(ib_send_cm_drep(c.id, NULL, 0), 0);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_TIMEWAIT);
 	rx_quiesce();
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID);
 	rej = rx_ctr(CM_CTR_TX, CM_REJ_ATTR_ID);
 
-	IBST_EXPECT(rx_send_req(&c.peer, c.sid, 'n', 0, 0) == 0);
+	IBST_EXPECT_EQ(rx_send_req(&c.peer, c.sid, 'n', 0, 0), 0);
 	cm_test_flush();
 	wait_event_timeout(rx_wq, rx_count(NULL, IB_CM_REQ_RECEIVED, NULL) > 1,
 			   msecs_to_jiffies(RX_WAIT_MS));
-	IBST_EXPECT(rx_count(NULL, IB_CM_REQ_RECEIVED, &e) == 2);
-	IBST_EXPECT(e.id != c.id && e.listen_id == c.listen);
+	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_REQ_RECEIVED, &e), 2);
+	IBST_EXPECT_PTR_NE(e.id, c.id);
+	IBST_EXPECT_PTR_EQ(e.listen_id, c.listen);
 	IBST_EXPECT(rx_pdata_is(&e, 'n'));
 	rx_quiesce();
-	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID) == dups);
-	IBST_EXPECT(rx_ctr(CM_CTR_TX, CM_REJ_ATTR_ID) == rej);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_TIMEWAIT);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID), dups);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_TX, CM_REJ_ATTR_ID), rej);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_TIMEWAIT);
 out:
 	rx_passive_end(&c);
 }
@@ -1125,38 +1129,39 @@ static void test_rep(void)
 	IBST_EXPECT(rx_active_req(&c, 20, 15, false));
 	if (ibst_case_failed())
 		goto out;
-	IBST_EXPECT(rx_send_rep(&c.peer, c.id, 'P', 0x00fedc, 0x5a5a0002) == 0);
+	IBST_EXPECT_EQ(rx_send_rep(&c.peer, c.id, 'P', 0x00fedc, 0x5a5a0002),
+		       0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(c.id, IB_CM_REP_RECEIVED, &e));
 	IBST_EXPECT(rx_pdata_is(&e, 'P'));
-	IBST_EXPECT(e.ece_vendor == 0x00fedc);
-	IBST_EXPECT(e.ece_attr == 0x5a5a0002);
-	IBST_EXPECT(e.remote_qpn == c.peer.qpn);
-	IBST_EXPECT(e.starting_psn == 0x654321);
-	IBST_EXPECT(e.ca_guid == cpu_to_be64(c.peer.guid));
-	IBST_EXPECT(rx_state(c.id) == IB_CM_REP_RCVD);
-	IBST_EXPECT(c.id->remote_id == cpu_to_be32(c.peer.comm_id));
+	IBST_EXPECT_EQ(e.ece_vendor, 0x00fedc);
+	IBST_EXPECT_EQ(e.ece_attr, 0x5a5a0002);
+	IBST_EXPECT_EQ(e.remote_qpn, c.peer.qpn);
+	IBST_EXPECT_EQ(e.starting_psn, 0x654321);
+	IBST_EXPECT_EQ(e.ca_guid, cpu_to_be64(c.peer.guid));
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_REP_RCVD);
+	IBST_EXPECT_EQ(c.id->remote_id, cpu_to_be32(c.peer.comm_id));
 
 	/* REP_RCVD: the consumer has not answered; only count it. */
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_REP_ATTR_ID);
 	rtu = rx_ctr(CM_CTR_TX, CM_RTU_ATTR_ID);
-	IBST_EXPECT(rx_send_rep(&c.peer, c.id, 'Q', 0, 0) == 0);
+	IBST_EXPECT_EQ(rx_send_rep(&c.peer, c.id, 'Q', 0, 0), 0);
 	rx_quiesce();
-	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_REP_ATTR_ID) == dups + 1);
-	IBST_EXPECT(rx_count(c.id, IB_CM_REP_RECEIVED, NULL) == 1);
-	IBST_EXPECT(rx_ctr(CM_CTR_TX, CM_RTU_ATTR_ID) == rtu);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_REP_ATTR_ID), dups + 1);
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_REP_RECEIVED, NULL), 1);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_TX, CM_RTU_ATTR_ID), rtu);
 
 	/* ESTABLISHED: our RTU got lost, send it again. */
-	IBST_EXPECT(ib_send_cm_rtu(c.id, NULL, 0) == 0);
+	IBST_EXPECT_EQ(ib_send_cm_rtu(c.id, NULL, 0), 0);
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_RTU_ATTR_ID, rtu));
 	rx_quiesce();
 	rtu = rx_ctr(CM_CTR_TX, CM_RTU_ATTR_ID);
-	IBST_EXPECT(rx_send_rep(&c.peer, c.id, 'Q', 0, 0) == 0);
+	IBST_EXPECT_EQ(rx_send_rep(&c.peer, c.id, 'Q', 0, 0), 0);
 	cm_test_flush();
-	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_REP_ATTR_ID) == dups + 2);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_REP_ATTR_ID), dups + 2);
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_RTU_ATTR_ID, rtu));
-	IBST_EXPECT(rx_count(c.id, IB_CM_REP_RECEIVED, NULL) == 1);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_REP_RECEIVED, NULL), 1);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_ESTABLISHED);
 out:
 	rx_active_end(&c);
 }
@@ -1177,24 +1182,26 @@ static void test_mra_extends(void)
 	if (ibst_case_failed())
 		goto out;
 	/* Service timeout 21: about 8.6 s more. */
-	IBST_EXPECT(rx_send_mra(&slow.peer, slow.id, CMC_MSG_REQ, 21, 'M') == 0);
+	IBST_EXPECT_EQ(rx_send_mra(&slow.peer, slow.id, CMC_MSG_REQ, 21, 'M'),
+		       0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(slow.id, IB_CM_MRA_RECEIVED, &e));
-	IBST_EXPECT(e.service_timeout == 21);
+	IBST_EXPECT_EQ(e.service_timeout, 21);
 	IBST_EXPECT(rx_pdata_is(&e, 'M'));
-	IBST_EXPECT(rx_state(slow.id) == IB_CM_MRA_REQ_RCVD);
+	IBST_EXPECT_EQ(rx_state(slow.id), IB_CM_MRA_REQ_RCVD);
 
 	IBST_EXPECT(rx_wait_event(plain.id, IB_CM_REQ_ERROR, NULL));
-	IBST_EXPECT(rx_state(plain.id) == IB_CM_IDLE);
+	IBST_EXPECT_EQ(rx_state(plain.id), IB_CM_IDLE);
 	msleep(500);
-	IBST_EXPECT(rx_count(slow.id, IB_CM_REQ_ERROR, NULL) == 0);
-	IBST_EXPECT(rx_state(slow.id) == IB_CM_MRA_REQ_RCVD);
+	IBST_EXPECT_EQ(rx_count(slow.id, IB_CM_REQ_ERROR, NULL), 0);
+	IBST_EXPECT_EQ(rx_state(slow.id), IB_CM_MRA_REQ_RCVD);
 
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_MRA_ATTR_ID);
-	IBST_EXPECT(rx_send_mra(&slow.peer, slow.id, CMC_MSG_REQ, 21, 'N') == 0);
+	IBST_EXPECT_EQ(rx_send_mra(&slow.peer, slow.id, CMC_MSG_REQ, 21, 'N'),
+		       0);
 	rx_quiesce();
-	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_MRA_ATTR_ID) == dups + 1);
-	IBST_EXPECT(rx_count(slow.id, IB_CM_MRA_RECEIVED, NULL) == 1);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_MRA_ATTR_ID), dups + 1);
+	IBST_EXPECT_EQ(rx_count(slow.id, IB_CM_MRA_RECEIVED, NULL), 1);
 out:
 	if (plain.id)
 		ib_destroy_cm_id(plain.id);
@@ -1212,24 +1219,24 @@ static void test_rej(void)
 	IBST_EXPECT(rx_active_req(&b, 20, 15, false));
 	if (ibst_case_failed())
 		goto out;
-	IBST_EXPECT(!rx_send_rej(&a.peer, a.id, CMC_MSG_REQ,
-				 IB_CM_REJ_CONSUMER_DEFINED, 'J'));
-	IBST_EXPECT(!rx_send_rej(&b.peer, b.id, CMC_MSG_REQ,
-				 IB_CM_REJ_STALE_CONN, 'K'));
+	IBST_EXPECT_EQ(rx_send_rej(&a.peer, a.id, CMC_MSG_REQ,
+				   IB_CM_REJ_CONSUMER_DEFINED, 'J'), 0);
+	IBST_EXPECT_EQ(rx_send_rej(&b.peer, b.id, CMC_MSG_REQ,
+				   IB_CM_REJ_STALE_CONN, 'K'), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(a.id, IB_CM_REJ_RECEIVED, &e));
-	IBST_EXPECT(e.rej_reason == IB_CM_REJ_CONSUMER_DEFINED);
+	IBST_EXPECT_EQ(e.rej_reason, IB_CM_REJ_CONSUMER_DEFINED);
 	IBST_EXPECT(rx_pdata_is(&e, 'J'));
-	IBST_EXPECT(rx_state(a.id) == IB_CM_IDLE);
+	IBST_EXPECT_EQ(rx_state(a.id), IB_CM_IDLE);
 	IBST_EXPECT(rx_wait_event(b.id, IB_CM_REJ_RECEIVED, &e));
-	IBST_EXPECT(e.rej_reason == IB_CM_REJ_STALE_CONN);
-	IBST_EXPECT(rx_state(b.id) == IB_CM_TIMEWAIT);
+	IBST_EXPECT_EQ(e.rej_reason, IB_CM_REJ_STALE_CONN);
+	IBST_EXPECT_EQ(rx_state(b.id), IB_CM_TIMEWAIT);
 
 	/* A second REJ finds nothing left to reject. */
-	IBST_EXPECT(!rx_send_rej(&a.peer, a.id, CMC_MSG_REQ,
-				 IB_CM_REJ_CONSUMER_DEFINED, 'J'));
+	IBST_EXPECT_EQ(rx_send_rej(&a.peer, a.id, CMC_MSG_REQ,
+				   IB_CM_REJ_CONSUMER_DEFINED, 'J'), 0);
 	rx_quiesce();
-	IBST_EXPECT(rx_count(a.id, IB_CM_REJ_RECEIVED, NULL) == 1);
+	IBST_EXPECT_EQ(rx_count(a.id, IB_CM_REJ_RECEIVED, NULL), 1);
 out:
 	if (b.id)
 		ib_destroy_cm_id(b.id);
@@ -1246,15 +1253,15 @@ static void test_drep_timewait(void)
 	IBST_EXPECT(rx_active_connect(&c, false));
 	if (ibst_case_failed())
 		goto out;
-	IBST_EXPECT(ib_send_cm_dreq(c.id, NULL, 0) == 0);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_DREQ_SENT);
-	IBST_EXPECT(rx_send_ids(CM_DREP_ATTR_ID, &c.peer, c.id, 'Z') == 0);
+	IBST_EXPECT_EQ(ib_send_cm_dreq(c.id, NULL, 0), 0);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_DREQ_SENT);
+	IBST_EXPECT_EQ(rx_send_ids(CM_DREP_ATTR_ID, &c.peer, c.id, 'Z'), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(c.id, IB_CM_DREP_RECEIVED, &e));
 	IBST_EXPECT(rx_pdata_is(&e, 'Z'));
 	IBST_EXPECT(rx_wait_event(c.id, IB_CM_TIMEWAIT_EXIT, NULL));
-	IBST_EXPECT(rx_state(c.id) == IB_CM_IDLE);
-	IBST_EXPECT(rx_count(c.id, IB_CM_DREQ_ERROR, NULL) == 0);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_IDLE);
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_DREQ_ERROR, NULL), 0);
 out:
 	rx_active_end(&c);
 }
@@ -1274,15 +1281,15 @@ static void test_dreq_unanswered(void)
 	IBST_EXPECT(rx_active_req(&c, 16, 0, false));
 	if (ibst_case_failed())
 		goto out;
-	IBST_EXPECT(rx_send_rep(&c.peer, c.id, 'p', 0, 0) == 0);
+	IBST_EXPECT_EQ(rx_send_rep(&c.peer, c.id, 'p', 0, 0), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(c.id, IB_CM_REP_RECEIVED, NULL));
-	IBST_EXPECT(ib_send_cm_rtu(c.id, NULL, 0) == 0);
-	IBST_EXPECT(ib_send_cm_dreq(c.id, NULL, 0) == 0);
+	IBST_EXPECT_EQ(ib_send_cm_rtu(c.id, NULL, 0), 0);
+	IBST_EXPECT_EQ(ib_send_cm_dreq(c.id, NULL, 0), 0);
 	IBST_EXPECT(rx_wait_event(c.id, IB_CM_DREQ_ERROR, &e));
 	IBST_EXPECT_EQ(e.send_status, IB_WC_RESP_TIMEOUT_ERR);
 	IBST_EXPECT(rx_wait_event(c.id, IB_CM_TIMEWAIT_EXIT, NULL));
-	IBST_EXPECT(rx_state(c.id) == IB_CM_IDLE);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_IDLE);
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_DREQ_ERROR, NULL), 1);
 out:
 	rx_active_end(&c);
@@ -1298,21 +1305,21 @@ static void test_notify_comm_est(void)
 	IBST_EXPECT(rx_passive_req(&c));
 	if (ibst_case_failed())
 		goto out;
-	IBST_EXPECT(ib_cm_notify(c.id, IB_EVENT_COMM_EST) == -EINVAL);
-	IBST_EXPECT(rx_passive_rep(&c) == 0);
-	IBST_EXPECT(ib_cm_notify(c.id, IB_EVENT_QP_FATAL) == -EINVAL);
-	IBST_EXPECT(ib_cm_notify(c.id, IB_EVENT_COMM_EST) == 0);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
-	IBST_EXPECT(ib_cm_notify(c.id, IB_EVENT_COMM_EST) == -EISCONN);
+	IBST_EXPECT_EQ(ib_cm_notify(c.id, IB_EVENT_COMM_EST), -EINVAL);
+	IBST_EXPECT_EQ(rx_passive_rep(&c), 0);
+	IBST_EXPECT_EQ(ib_cm_notify(c.id, IB_EVENT_QP_FATAL), -EINVAL);
+	IBST_EXPECT_EQ(ib_cm_notify(c.id, IB_EVENT_COMM_EST), 0);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_ESTABLISHED);
+	IBST_EXPECT_EQ(ib_cm_notify(c.id, IB_EVENT_COMM_EST), -EISCONN);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(c.id, IB_CM_USER_ESTABLISHED, NULL));
 	/* The RTU arriving late changes nothing. */
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_RTU_ATTR_ID);
-	IBST_EXPECT(rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'U') == 0);
+	IBST_EXPECT_EQ(rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'U'), 0);
 	rx_quiesce();
-	IBST_EXPECT(rx_ctr(CM_CTR_RX_DUPS, CM_RTU_ATTR_ID) == dups + 1);
-	IBST_EXPECT(rx_count(c.id, IB_CM_RTU_RECEIVED, NULL) == 0);
-	IBST_EXPECT(rx_count(c.id, IB_CM_USER_ESTABLISHED, NULL) == 1);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_RTU_ATTR_ID), dups + 1);
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_RTU_RECEIVED, NULL), 0);
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_USER_ESTABLISHED, NULL), 1);
 	rx_passive_end(&c);
 
 	IBST_EXPECT(rx_passive_req(&d));
@@ -1320,13 +1327,13 @@ static void test_notify_comm_est(void)
 		rx_passive_end(&d);
 		goto out;
 	}
-	IBST_EXPECT(rx_passive_rep(&d) == 0);
-	IBST_EXPECT(rx_send_mra(&d.peer, d.id, CMC_MSG_REP, 20, 'm') == 0);
+	IBST_EXPECT_EQ(rx_passive_rep(&d), 0);
+	IBST_EXPECT_EQ(rx_send_mra(&d.peer, d.id, CMC_MSG_REP, 20, 'm'), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(d.id, IB_CM_MRA_RECEIVED, &e));
-	IBST_EXPECT(rx_state(d.id) == IB_CM_MRA_REP_RCVD);
-	IBST_EXPECT(ib_cm_notify(d.id, IB_EVENT_COMM_EST) == 0);
-	IBST_EXPECT(rx_state(d.id) == IB_CM_ESTABLISHED);
+	IBST_EXPECT_EQ(rx_state(d.id), IB_CM_MRA_REP_RCVD);
+	IBST_EXPECT_EQ(ib_cm_notify(d.id, IB_EVENT_COMM_EST), 0);
+	IBST_EXPECT_EQ(rx_state(d.id), IB_CM_ESTABLISHED);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(d.id, IB_CM_USER_ESTABLISHED, NULL));
 	rx_passive_end(&d);
@@ -1343,11 +1350,11 @@ static void test_notify_path_mig(void)
 	IBST_EXPECT(rx_active_connect(&b, false));
 	if (ibst_case_failed())
 		goto out;
-	IBST_EXPECT(ib_cm_notify(a.id, IB_EVENT_PATH_MIG) == 0);
-	IBST_EXPECT(a.id->lap_state == IB_CM_LAP_IDLE);
-	IBST_EXPECT(rx_state(a.id) == IB_CM_ESTABLISHED);
-	IBST_EXPECT(ib_cm_notify(b.id, IB_EVENT_PATH_MIG) == -EINVAL);
-	IBST_EXPECT(b.id->lap_state == IB_CM_LAP_UNINIT);
+	IBST_EXPECT_EQ(ib_cm_notify(a.id, IB_EVENT_PATH_MIG), 0);
+	IBST_EXPECT_EQ(a.id->lap_state, IB_CM_LAP_IDLE);
+	IBST_EXPECT_EQ(rx_state(a.id), IB_CM_ESTABLISHED);
+	IBST_EXPECT_EQ(ib_cm_notify(b.id, IB_EVENT_PATH_MIG), -EINVAL);
+	IBST_EXPECT_EQ(b.id->lap_state, IB_CM_LAP_UNINIT);
 out:
 	if (b.id)
 		ib_destroy_cm_id(b.id);
@@ -1372,15 +1379,15 @@ static void test_lap_apr_roce(void)
 	lap = rx_ctr(CM_CTR_RX, CM_LAP_ATTR_ID);
 	apr = rx_ctr(CM_CTR_RX, CM_APR_ATTR_ID);
 	rx_lap_path(&alt);
-	IBST_EXPECT(rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'L') == 0);
-	IBST_EXPECT(rx_send_lap_apr(CM_APR_ATTR_ID, &c.peer, c.id) == 0);
+	IBST_EXPECT_EQ(rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'L'), 0);
+	IBST_EXPECT_EQ(rx_send_lap_apr(CM_APR_ATTR_ID, &c.peer, c.id), 0);
 	rx_quiesce();
-	IBST_EXPECT(rx_ctr(CM_CTR_RX, CM_LAP_ATTR_ID) == lap + 1);
-	IBST_EXPECT(rx_ctr(CM_CTR_RX, CM_APR_ATTR_ID) == apr + 1);
-	IBST_EXPECT(rx_count(c.id, IB_CM_LAP_RECEIVED, NULL) == 0);
-	IBST_EXPECT(rx_count(c.id, IB_CM_APR_RECEIVED, NULL) == 0);
-	IBST_EXPECT(c.id->lap_state == IB_CM_LAP_UNINIT);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX, CM_LAP_ATTR_ID), lap + 1);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX, CM_APR_ATTR_ID), apr + 1);
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_LAP_RECEIVED, NULL), 0);
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_APR_RECEIVED, NULL), 0);
+	IBST_EXPECT_EQ(c.id->lap_state, IB_CM_LAP_UNINIT);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_ESTABLISHED);
 out:
 	rx_passive_end(&c);
 }
@@ -1455,9 +1462,9 @@ static void test_lap_event(void)
 	if (ibst_case_failed())
 		goto out;
 	IBST_EXPECT(rx_pdata_is(&e, 'L'));
-	IBST_EXPECT(e.alt.rec_type == SA_PATH_REC_TYPE_IB);
-	IBST_EXPECT(!memcmp(e.alt.sgid.raw, rx_gid->gid.raw, 16));
-	IBST_EXPECT(!memcmp(e.alt.dgid.raw, rx_far_gid.raw, 16));
+	IBST_EXPECT_EQ(e.alt.rec_type, SA_PATH_REC_TYPE_IB);
+	IBST_EXPECT_MEMEQ(e.alt.sgid.raw, rx_gid->gid.raw, 16);
+	IBST_EXPECT_MEMEQ(e.alt.dgid.raw, rx_far_gid.raw, 16);
 	IBST_EXPECT_EQ(be32_to_cpu(sa_path_get_dlid(&e.alt)), 0x1234);
 	IBST_EXPECT_EQ(be32_to_cpu(sa_path_get_slid(&e.alt)), 0x0056);
 	IBST_EXPECT_EQ(be32_to_cpu(e.alt.flow_label), 0x54321);
@@ -1468,17 +1475,17 @@ static void test_lap_event(void)
 	IBST_EXPECT_EQ(e.alt.packet_life_time, 16);
 	IBST_EXPECT_EQ(be16_to_cpu(e.alt.pkey), 0xffff);
 	IBST_EXPECT_EQ(e.alt.mtu, IB_MTU_1024);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_ESTABLISHED);
 
 	IBST_EXPECT_EQ(ib_cm_init_qp_attr(c.id, &qa, &mask), 0);
 	IBST_EXPECT_EQ(mask, IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE);
-	IBST_EXPECT(qa.path_mig_state == IB_MIG_REARM);
+	IBST_EXPECT_EQ(qa.path_mig_state, IB_MIG_REARM);
 	IBST_EXPECT_EQ(qa.alt_port_num, rx_port);
 	IBST_EXPECT_EQ(qa.alt_timeout, 17);
 	IBST_EXPECT_EQ(rdma_ah_get_sl(&qa.alt_ah_attr), 5);
-	IBST_EXPECT(rdma_ah_get_ah_flags(&qa.alt_ah_attr) & IB_AH_GRH);
+	IBST_EXPECT_NE(rdma_ah_get_ah_flags(&qa.alt_ah_attr) & IB_AH_GRH, 0);
 	grh = rdma_ah_read_grh(&qa.alt_ah_attr);
-	IBST_EXPECT(!memcmp(grh->dgid.raw, rx_far_gid.raw, 16));
+	IBST_EXPECT_MEMEQ(grh->dgid.raw, rx_far_gid.raw, 16);
 	IBST_EXPECT_EQ(grh->flow_label, 0x54321);
 	IBST_EXPECT_EQ(grh->traffic_class, 0x1c);
 	IBST_EXPECT_EQ(grh->hop_limit, 3);
@@ -1507,11 +1514,11 @@ static void test_lap_dup(void)
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_LAP_ATTR_ID);
 	mra = rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID);
 	rx_lap_path(&alt);
-	IBST_EXPECT(!rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'M'));
+	IBST_EXPECT_EQ(rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'M'), 0);
 	rx_quiesce();
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_LAP_ATTR_ID), dups + 1);
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_LAP_RECEIVED, NULL), 1);
-	IBST_EXPECT(c.id->lap_state == IB_CM_LAP_RCVD);
+	IBST_EXPECT_EQ(c.id->lap_state, IB_CM_LAP_RCVD);
 	/* Nothing to repeat: the consumer sent no MRA. */
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID), mra);
 out:
@@ -1545,23 +1552,23 @@ static void test_lap_mra(void)
 	back = rx_ctr(CM_CTR_RX, CM_MRA_ATTR_ID);
 	rx_pdata(pd, 'm');
 	IBST_EXPECT_EQ(ib_send_cm_mra(c.id, 18, pd, sizeof(pd)), 0);
-	IBST_EXPECT(c.id->lap_state == IB_CM_MRA_LAP_SENT);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
+	IBST_EXPECT_EQ(c.id->lap_state, IB_CM_MRA_LAP_SENT);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_ESTABLISHED);
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_MRA_ATTR_ID, mra));
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_RX, CM_MRA_ATTR_ID, back));
 	IBST_EXPECT_EQ(ib_send_cm_mra(c.id, 18, NULL, 0), -EINVAL);
-	IBST_EXPECT(c.id->lap_state == IB_CM_MRA_LAP_SENT);
+	IBST_EXPECT_EQ(c.id->lap_state, IB_CM_MRA_LAP_SENT);
 
 	rx_quiesce();
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_LAP_ATTR_ID);
 	mra = rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID);
 	rx_lap_path(&alt);
-	IBST_EXPECT(!rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'N'));
+	IBST_EXPECT_EQ(rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'N'), 0);
 	cm_test_flush();
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_LAP_ATTR_ID), dups + 1);
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_MRA_ATTR_ID, mra));
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_LAP_RECEIVED, NULL), 1);
-	IBST_EXPECT(c.id->lap_state == IB_CM_MRA_LAP_SENT);
+	IBST_EXPECT_EQ(c.id->lap_state, IB_CM_MRA_LAP_SENT);
 out:
 	rx_passive_end(&c);
 	IBST_EXPECT(rx_lap_switch(false));
@@ -1588,28 +1595,28 @@ static void test_lap_not_established(void)
 	rx_quiesce();
 	refs = rx_dev_refs();
 	rx_lap_path(&alt);
-	IBST_EXPECT(!rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'S'));
+	IBST_EXPECT_EQ(rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'S'), 0);
 	rx_quiesce();
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_LAP_RECEIVED, NULL), 0);
-	IBST_EXPECT(c.id->lap_state == IB_CM_LAP_UNINIT);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_REP_SENT);
+	IBST_EXPECT_EQ(c.id->lap_state, IB_CM_LAP_UNINIT);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_REP_SENT);
 	IBST_EXPECT_EQ(rx_dev_refs(), refs);
 
-	IBST_EXPECT(!rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'u'));
+	IBST_EXPECT_EQ(rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'u'), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(c.id, IB_CM_RTU_RECEIVED, NULL));
-	IBST_EXPECT(!rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'L'));
+	IBST_EXPECT_EQ(rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'L'), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(c.id, IB_CM_LAP_RECEIVED, &e));
 	IBST_EXPECT(rx_pdata_is(&e, 'L'));
-	IBST_EXPECT(!rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'D'));
+	IBST_EXPECT_EQ(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'D'), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(c.id, IB_CM_DREQ_RECEIVED, NULL));
-	IBST_EXPECT(rx_state(c.id) == IB_CM_DREQ_RCVD);
-	IBST_EXPECT(!rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'T'));
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_DREQ_RCVD);
+	IBST_EXPECT_EQ(rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'T'), 0);
 	rx_quiesce();
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_LAP_RECEIVED, NULL), 1);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_DREQ_RCVD);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_DREQ_RCVD);
 out:
 	rx_passive_end(&c);
 	IBST_EXPECT(rx_lap_switch(false));
@@ -1641,12 +1648,12 @@ static void test_lap_bad_path(void)
 	rx = rx_ctr(CM_CTR_RX, CM_LAP_ATTR_ID);
 	rx_lap_path(&alt);
 	alt.remote_gid = rx_far_gid;
-	IBST_EXPECT(!rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'B'));
+	IBST_EXPECT_EQ(rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'B'), 0);
 	rx_quiesce();
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX, CM_LAP_ATTR_ID), rx + 1);
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_LAP_RECEIVED, NULL), 0);
-	IBST_EXPECT(c.id->lap_state == IB_CM_LAP_UNINIT);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
+	IBST_EXPECT_EQ(c.id->lap_state, IB_CM_LAP_UNINIT);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_ESTABLISHED);
 	IBST_EXPECT_EQ(rx_dev_refs(), refs);
 	IBST_EXPECT_EQ(rx_id_refs(c.id), id_refs);
 	if (rx_id_refs(c.id) != id_refs) {
@@ -1679,19 +1686,19 @@ static void test_apr_without_lap(void)
 	if (ibst_case_failed())
 		goto out;
 	rx = rx_ctr(CM_CTR_RX, CM_APR_ATTR_ID);
-	IBST_EXPECT(!rx_send_lap_apr(CM_APR_ATTR_ID, &c.peer, c.id));
+	IBST_EXPECT_EQ(rx_send_lap_apr(CM_APR_ATTR_ID, &c.peer, c.id), 0);
 	rx_quiesce();
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX, CM_APR_ATTR_ID), rx + 1);
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_APR_RECEIVED, NULL), 0);
-	IBST_EXPECT(c.id->lap_state == IB_CM_LAP_UNINIT);
+	IBST_EXPECT_EQ(c.id->lap_state, IB_CM_LAP_UNINIT);
 
 	IBST_EXPECT(rx_lap_first(&c, &e));
-	IBST_EXPECT(!rx_send_lap_apr(CM_APR_ATTR_ID, &c.peer, c.id));
+	IBST_EXPECT_EQ(rx_send_lap_apr(CM_APR_ATTR_ID, &c.peer, c.id), 0);
 	rx_quiesce();
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX, CM_APR_ATTR_ID), rx + 2);
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_APR_RECEIVED, NULL), 0);
-	IBST_EXPECT(c.id->lap_state == IB_CM_LAP_RCVD);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_ESTABLISHED);
+	IBST_EXPECT_EQ(c.id->lap_state, IB_CM_LAP_RCVD);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_ESTABLISHED);
 out:
 	rx_passive_end(&c);
 	IBST_EXPECT(rx_lap_switch(false));
@@ -1777,7 +1784,7 @@ static void test_drop_on_rtu(void)
 	if (ibst_case_failed())
 		goto out;
 	rx_drop_on(IB_CM_RTU_RECEIVED);
-	IBST_EXPECT(!rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'u'));
+	IBST_EXPECT_EQ(rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'u'), 0);
 	if (rx_drop_done(c.id, IB_CM_RTU_RECEIVED, refs))
 		c.id = NULL;
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_DREQ_ATTR_ID, dreqs));
@@ -1795,7 +1802,7 @@ static void test_drop_on_dreq(void)
 	if (ibst_case_failed())
 		goto out;
 	rx_drop_on(IB_CM_DREQ_RECEIVED);
-	IBST_EXPECT(!rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'x'));
+	IBST_EXPECT_EQ(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'x'), 0);
 	if (rx_drop_done(c.id, IB_CM_DREQ_RECEIVED, refs))
 		c.id = NULL;
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_DREP_ATTR_ID, dreps));
@@ -1817,7 +1824,7 @@ static void test_drop_on_lap(void)
 		goto out;
 	rx_drop_on(IB_CM_LAP_RECEIVED);
 	rx_lap_path(&alt);
-	IBST_EXPECT(!rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'L'));
+	IBST_EXPECT_EQ(rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'L'), 0);
 	if (rx_drop_done(c.id, IB_CM_LAP_RECEIVED, refs))
 		c.id = NULL;
 out:
@@ -1852,8 +1859,8 @@ static void test_drop_on_timewait_exit(void)
 	if (ibst_case_failed())
 		goto out;
 	rx_drop_on(IB_CM_TIMEWAIT_EXIT);
-	IBST_EXPECT(!ib_send_cm_dreq(c.id, NULL, 0));
-	IBST_EXPECT(!rx_send_ids(CM_DREP_ATTR_ID, &c.peer, c.id, 'Z'));
+	IBST_EXPECT_EQ(ib_send_cm_dreq(c.id, NULL, 0), 0);
+	IBST_EXPECT_EQ(rx_send_ids(CM_DREP_ATTR_ID, &c.peer, c.id, 'Z'), 0);
 	if (rx_drop_done(c.id, IB_CM_TIMEWAIT_EXIT, refs))
 		c.id = NULL;
 out:
@@ -1872,12 +1879,12 @@ static void test_drop_on_dreq_error(void)
 	IBST_EXPECT(rx_active_req(&c, 16, 0, false));
 	if (ibst_case_failed())
 		goto out;
-	IBST_EXPECT(!rx_send_rep(&c.peer, c.id, 'p', 0, 0));
+	IBST_EXPECT_EQ(rx_send_rep(&c.peer, c.id, 'p', 0, 0), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(c.id, IB_CM_REP_RECEIVED, NULL));
-	IBST_EXPECT(!ib_send_cm_rtu(c.id, NULL, 0));
+	IBST_EXPECT_EQ(ib_send_cm_rtu(c.id, NULL, 0), 0);
 	rx_drop_on(IB_CM_DREQ_ERROR);
-	IBST_EXPECT(!ib_send_cm_dreq(c.id, NULL, 0));
+	IBST_EXPECT_EQ(ib_send_cm_dreq(c.id, NULL, 0), 0);
 	if (rx_drop_done(c.id, IB_CM_DREQ_ERROR, refs))
 		c.id = NULL;
 out:
@@ -1998,10 +2005,10 @@ static void test_stale_req(void)
 	/* Same CA and QP, new communication ID: the peer restarted. */
 	again = c.peer;
 	again.comm_id += 0x10000;
-	IBST_EXPECT(rx_send_req(&again, c.sid, 's', 0, 0) == 0);
+	IBST_EXPECT_EQ(rx_send_req(&again, c.sid, 's', 0, 0), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_REJ_ATTR_ID, rej));
-	IBST_EXPECT(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL) == 1);
+	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL), 1);
 	/*
 	 * Our DREQ goes to our own GID, where the CM finds no such ID and
 	 * answers with a DREP for it: DREQ_SENT, then TimeWait.
@@ -2029,13 +2036,13 @@ static void test_stale_rep(void)
 	rej = rx_ctr(CM_CTR_TX, CM_REJ_ATTR_ID);
 	c.peer.guid = old.peer.guid;
 	c.peer.qpn = old.peer.qpn;
-	IBST_EXPECT(rx_send_rep(&c.peer, c.id, 's', 0, 0) == 0);
+	IBST_EXPECT_EQ(rx_send_rep(&c.peer, c.id, 's', 0, 0), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_REJ_ATTR_ID, rej));
-	IBST_EXPECT(rx_count(c.id, IB_CM_REP_RECEIVED, NULL) == 0);
-	IBST_EXPECT(rx_state(c.id) == IB_CM_REQ_SENT);
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_REP_RECEIVED, NULL), 0);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_REQ_SENT);
 	IBST_EXPECT(rx_leaves(old.id, IB_CM_ESTABLISHED));
-	IBST_EXPECT(rx_state(old.id) == IB_CM_DREQ_SENT);
+	IBST_EXPECT_EQ(rx_state(old.id), IB_CM_DREQ_SENT);
 out:
 	if (old.id)
 		ib_destroy_cm_id(old.id);
@@ -2087,12 +2094,13 @@ static void test_sidr_req_no_listener(void)
 		goto out;
 	rx_quiesce();
 	tx = rx_ctr(CM_CTR_TX, CM_SIDR_REP_ATTR_ID);
-	IBST_EXPECT(!rx_send_sidr_req(rx_asker_rid(&a), rx_sid(), 0xffff, 'u'));
+	IBST_EXPECT_EQ(rx_send_sidr_req(rx_asker_rid(&a), rx_sid(), 0xffff, 'u'),
+		       0);
 	cm_test_flush();
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_SIDR_REP_ATTR_ID, tx));
 	IBST_EXPECT(rx_wait_event(a.id, IB_CM_SIDR_REP_RECEIVED, &e));
 	IBST_EXPECT_EQ(e.sidr_status, IB_SIDR_UNSUPPORTED);
-	IBST_EXPECT(rx_state(a.id) == IB_CM_IDLE);
+	IBST_EXPECT_EQ(rx_state(a.id), IB_CM_IDLE);
 	rx_quiesce();
 	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_SIDR_REQ_RECEIVED, NULL), 0);
 	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_SIDR_REP_RECEIVED, NULL), 1);
@@ -2122,33 +2130,33 @@ static void test_sidr_req_event_and_rep(void)
 	rep.private_data = pd;
 	rep.private_data_len = sizeof(pd);
 	listen = rx_sidr_listen(sid);
-	IBST_EXPECT(listen);
+	IBST_EXPECT_NOT_NULL(listen);
 	IBST_EXPECT(rx_sidr_ask(&a));
 	if (ibst_case_failed())
 		goto out;
 	rx_quiesce();
 	rx = rx_ctr(CM_CTR_RX, CM_SIDR_REQ_ATTR_ID);
-	IBST_EXPECT(!rx_send_sidr_req(rx_asker_rid(&a), sid, 0x8abc, 'S'));
+	IBST_EXPECT_EQ(rx_send_sidr_req(rx_asker_rid(&a), sid, 0x8abc, 'S'), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(NULL, IB_CM_SIDR_REQ_RECEIVED, &e));
 	n = rx_sidr_claim(&e);
 	if (!n)
 		goto out;
-	IBST_EXPECT(n != listen);
-	IBST_EXPECT(e.listen_id == listen);
-	IBST_EXPECT(e.service_id == sid);
+	IBST_EXPECT_PTR_NE(n, listen);
+	IBST_EXPECT_PTR_EQ(e.listen_id, listen);
+	IBST_EXPECT_EQ(e.service_id, sid);
 	IBST_EXPECT_EQ(e.pkey, 0x8abc);
 	IBST_EXPECT_EQ(e.bth_pkey, 0xffff);
 	IBST_EXPECT_EQ(e.port, rx_port);
 	IBST_EXPECT(rx_pdata_is(&e, 'S'));
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX, CM_SIDR_REQ_ATTR_ID), rx + 1);
-	IBST_EXPECT(rx_state(n) == IB_CM_SIDR_REQ_RCVD);
-	IBST_EXPECT(n->remote_id == a.id->local_id);
-	IBST_EXPECT(n->service_id == sid);
+	IBST_EXPECT_EQ(rx_state(n), IB_CM_SIDR_REQ_RCVD);
+	IBST_EXPECT_EQ(n->remote_id, a.id->local_id);
+	IBST_EXPECT_EQ(n->service_id, sid);
 
 	tx = rx_ctr(CM_CTR_TX, CM_SIDR_REP_ATTR_ID);
 	IBST_EXPECT_EQ(ib_send_cm_sidr_rep(n, &rep), 0);
-	IBST_EXPECT(rx_state(n) == IB_CM_IDLE);
+	IBST_EXPECT_EQ(rx_state(n), IB_CM_IDLE);
 	/* One answer per request. */
 	IBST_EXPECT_EQ(ib_send_cm_sidr_rep(n, &rep), -EINVAL);
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_SIDR_REP_ATTR_ID, tx));
@@ -2157,7 +2165,7 @@ static void test_sidr_req_event_and_rep(void)
 	IBST_EXPECT_EQ(e.remote_qpn, 0xc0ffee);
 	IBST_EXPECT_EQ(e.qkey, 0x13572468);
 	IBST_EXPECT(rx_pdata_is(&e, 'T'));
-	IBST_EXPECT(rx_state(a.id) == IB_CM_IDLE);
+	IBST_EXPECT_EQ(rx_state(a.id), IB_CM_IDLE);
 	rx_quiesce();
 	IBST_EXPECT_EQ(rx_count(a.id, IB_CM_SIDR_REP_RECEIVED, NULL), 1);
 	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_SIDR_REQ_RECEIVED, NULL), 1);
@@ -2176,11 +2184,11 @@ static void test_sidr_req_unanswered_rejected(void)
 	struct rx_asker a;
 
 	listen = rx_sidr_listen(sid);
-	IBST_EXPECT(listen);
+	IBST_EXPECT_NOT_NULL(listen);
 	IBST_EXPECT(rx_sidr_ask(&a));
 	if (ibst_case_failed())
 		goto out;
-	IBST_EXPECT(!rx_send_sidr_req(rx_asker_rid(&a), sid, 0xffff, 'd'));
+	IBST_EXPECT_EQ(rx_send_sidr_req(rx_asker_rid(&a), sid, 0xffff, 'd'), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(NULL, IB_CM_SIDR_REQ_RECEIVED, &e));
 	n = rx_sidr_claim(&e);
@@ -2189,7 +2197,7 @@ static void test_sidr_req_unanswered_rejected(void)
 	ib_destroy_cm_id(n);
 	IBST_EXPECT(rx_wait_event(a.id, IB_CM_SIDR_REP_RECEIVED, &e));
 	IBST_EXPECT_EQ(e.sidr_status, IB_SIDR_REJECT);
-	IBST_EXPECT(rx_state(a.id) == IB_CM_IDLE);
+	IBST_EXPECT_EQ(rx_state(a.id), IB_CM_IDLE);
 out:
 	rx_sidr_end(&a, listen);
 }
@@ -2215,33 +2223,33 @@ static void test_dup_sidr_req(void)
 	/* Nobody uses IDs with this value: the SIDR_REP finds no asker. */
 	rid = ~peer.comm_id;
 	listen = rx_sidr_listen(sid);
-	IBST_EXPECT(listen);
+	IBST_EXPECT_NOT_NULL(listen);
 	if (!listen)
 		goto out;
 	rx_quiesce();
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_SIDR_REQ_ATTR_ID);
 	rx = rx_ctr(CM_CTR_RX, CM_SIDR_REQ_ATTR_ID);
-	IBST_EXPECT(!rx_send_sidr_req(rid, sid, 0xffff, 'a'));
+	IBST_EXPECT_EQ(rx_send_sidr_req(rid, sid, 0xffff, 'a'), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(NULL, IB_CM_SIDR_REQ_RECEIVED, &e));
 	n = rx_sidr_claim(&e);
 	if (!n)
 		goto out;
-	IBST_EXPECT(!rx_send_sidr_req(rid, sid, 0xffff, 'b'));
+	IBST_EXPECT_EQ(rx_send_sidr_req(rid, sid, 0xffff, 'b'), 0);
 	rx_quiesce();
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX, CM_SIDR_REQ_ATTR_ID), rx + 2);
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_SIDR_REQ_ATTR_ID), dups + 1);
 	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_SIDR_REQ_RECEIVED, NULL), 1);
-	IBST_EXPECT(rx_state(n) == IB_CM_SIDR_REQ_RCVD);
+	IBST_EXPECT_EQ(rx_state(n), IB_CM_SIDR_REQ_RCVD);
 
 	/* The answer, not the end of the ID, ends the duplicate window. */
 	IBST_EXPECT_EQ(ib_send_cm_sidr_rep(n, &rep), 0);
-	IBST_EXPECT(!rx_send_sidr_req(rid, sid, 0xffff, 'c'));
+	IBST_EXPECT_EQ(rx_send_sidr_req(rid, sid, 0xffff, 'c'), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_n(IB_CM_SIDR_REQ_RECEIVED, 2));
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_SIDR_REQ_ATTR_ID), dups + 1);
-	IBST_EXPECT(rx_count(NULL, IB_CM_SIDR_REQ_RECEIVED, &e) == 2 &&
-		    rx_pdata_is(&e, 'c'));
+	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_SIDR_REQ_RECEIVED, &e), 2);
+	IBST_EXPECT(rx_pdata_is(&e, 'c'));
 out:
 	if (n)
 		ib_destroy_cm_id(n);
@@ -2269,23 +2277,23 @@ static void test_sidr_rep(void)
 	rx_quiesce();
 	rx = rx_ctr(CM_CTR_RX, CM_SIDR_REP_ATTR_ID);
 	/* The CM passes the status on as it is, whatever it says. */
-	IBST_EXPECT(!rx_send_sidr_rep(rx_asker_rid(&a), IB_SIDR_REDIRECT,
-				      0xabcdef, 0x0badcafe, 'R'));
+	IBST_EXPECT_EQ(rx_send_sidr_rep(rx_asker_rid(&a), IB_SIDR_REDIRECT,
+					0xabcdef, 0x0badcafe, 'R'), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(a.id, IB_CM_SIDR_REP_RECEIVED, &e));
 	IBST_EXPECT_EQ(e.sidr_status, IB_SIDR_REDIRECT);
 	IBST_EXPECT_EQ(e.remote_qpn, 0xabcdef);
 	IBST_EXPECT_EQ(e.qkey, 0x0badcafe);
 	IBST_EXPECT(rx_pdata_is(&e, 'R'));
-	IBST_EXPECT(rx_state(a.id) == IB_CM_IDLE);
+	IBST_EXPECT_EQ(rx_state(a.id), IB_CM_IDLE);
 
-	IBST_EXPECT(!rx_send_sidr_rep(rx_asker_rid(&a), IB_SIDR_REJECT, 1, 2,
-				      'r'));
-	IBST_EXPECT(!rx_send_sidr_rep(rid, IB_SIDR_SUCCESS, 3, 4, 'g'));
+	IBST_EXPECT_EQ(rx_send_sidr_rep(rx_asker_rid(&a), IB_SIDR_REJECT, 1, 2,
+					'r'), 0);
+	IBST_EXPECT_EQ(rx_send_sidr_rep(rid, IB_SIDR_SUCCESS, 3, 4, 'g'), 0);
 	rx_quiesce();
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX, CM_SIDR_REP_ATTR_ID), rx + 3);
 	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_SIDR_REP_RECEIVED, NULL), 1);
-	IBST_EXPECT(rx_state(a.id) == IB_CM_IDLE);
+	IBST_EXPECT_EQ(rx_state(a.id), IB_CM_IDLE);
 out:
 	rx_sidr_end(&gone, NULL);
 	rx_sidr_end(&a, NULL);
@@ -2634,7 +2642,7 @@ static void test_fuzz(void)
 	ibst_diag("fuzz: %lu MADs sent (%lu of unknown attributes), %lu received",
 		  i, f->by_attr[CMC_ATTR_COUNT], rx1 - rx0);
 	/* every defined message but the unknown ones reached the CM */
-	IBST_EXPECT(rx1 - rx0 >= i - f->by_attr[CMC_ATTR_COUNT]);
+	IBST_EXPECT_GE(rx1 - rx0, i - f->by_attr[CMC_ATTR_COUNT]);
 	for (k = 0; k < RX_FUZZ_PASSIVE; k++)
 		rx_expect_state_in(f->pas[k].id, RX_PASSIVE_STATES, "passive", k);
 	for (k = 0; k < RX_FUZZ_ACTIVE; k++)
