@@ -250,7 +250,7 @@ static void t_conn_active(void)
 
 	pv = t_out(s, CM_REQ_ATTR_ID, 0x111, 0, &err);
 	IBST_EXPECT_EQ(err, 0);
-	IBST_EXPECT(pv != 0);
+	IBST_EXPECT_NE(pv, 0);
 	IBST_EXPECT_EQ(t_stats(s).live, 1);
 
 	t_mad(&mad, CM_REP_ATTR_ID, 0xaaa, pv);
@@ -288,7 +288,7 @@ static void t_conn_passive(void)
 
 	pv = t_out(s, CM_REP_ATTR_ID, 0x222, 0xbbb, &err);
 	IBST_EXPECT_EQ(err, 0);
-	IBST_EXPECT(pv != 0);
+	IBST_EXPECT_NE(pv, 0);
 
 	t_mad(&mad, CM_RTU_ATTR_ID, 0xbbb, pv);
 	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
@@ -318,7 +318,8 @@ static void t_ids_per_device(void)
 	struct ib_mad mad;
 	u32 pv2;
 
-	IBST_EXPECT(mdev2 && dev2);
+	IBST_EXPECT_NOT_NULL(mdev2);
+	IBST_EXPECT_NOT_NULL(dev2);
 	if (!mdev2 || !dev2)
 		goto out;
 	mdev2->flags = MLX4_FLAG_MASTER;
@@ -330,8 +331,8 @@ static void t_ids_per_device(void)
 						    &mad), 0);
 	pv2 = t_local(&mad);
 	IBST_EXPECT_EQ(pvcm_index(&dev2->sriov.pvcm, pv2), 1);
-	IBST_EXPECT(pv2 != pvcm_id_of(t_pv, 1));
-	IBST_EXPECT(pv2 & BIT(31));
+	IBST_EXPECT_NE(pv2, pvcm_id_of(t_pv, 1));
+	IBST_EXPECT_NE(pv2 & BIT(31), 0);
 	mlx4_ib_cm_paravirt_destroy(dev2);
 out:
 	kfree(dev2);
@@ -347,13 +348,13 @@ static void t_timewait(void)
 
 	pv = t_out(s, CM_REQ_ATTR_ID, 0x301, 0, &err);
 	t_out(s, CM_DREQ_ATTR_ID, 0x301, 0, &err);
-	IBST_EXPECT(xa_load(&t_pv->pv_ids, pvcm_index(t_pv, pv)));
+	IBST_EXPECT_NOT_NULL(xa_load(&t_pv->pv_ids, pvcm_index(t_pv, pv)));
 
 	/* point the cyclic allocator at the reserved id */
 	t_pv->pv_next = pvcm_index(t_pv, pv);
 	pv2 = t_out(s, CM_REQ_ATTR_ID, 0x302, 0, &err);
 	IBST_EXPECT_EQ(err, 0);
-	IBST_EXPECT(pv2 != pv);
+	IBST_EXPECT_NE(pv2, pv);
 
 	IBST_EXPECT(t_wait_freed(pv));
 	t_pv->pv_next = pvcm_index(t_pv, pv);
@@ -437,7 +438,7 @@ static void t_dreq_reuse(void)
 
 	pv2 = t_out(s, CM_REQ_ATTR_ID, 0x601, 0, &err);
 	IBST_EXPECT_EQ(err, 0);
-	IBST_EXPECT(pv2 != pv1);
+	IBST_EXPECT_NE(pv2, pv1);
 	t_mad(&mad, CM_REP_ATTR_ID, 0x2, pv2);
 	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
 	t_out(s, CM_RTU_ATTR_ID, 0x601, 0x2, &err);
@@ -466,7 +467,7 @@ static void t_pin_vs_reap(void)
 
 	pv = t_out(s, CM_REQ_ATTR_ID, 0xe01, 0, &err);
 	e = pvcm_pin_pv(t_pv, pv);
-	IBST_EXPECT(e);
+	IBST_EXPECT_NOT_NULL(e);
 	if (!e)
 		return;
 	t_out(s, CM_DREQ_ATTR_ID, 0xe01, 0, &err);
@@ -477,13 +478,13 @@ static void t_pin_vs_reap(void)
 	IBST_EXPECT_EQ(READ_ONCE(e->state), PVCM_DEAD);
 	IBST_EXPECT_EQ(refcount_read(&e->ref), 1);
 	IBST_EXPECT_EQ(atomic_long_read(&pvcm_objects), 1);
-	IBST_EXPECT(!pvcm_pin_pv(t_pv, pv));
-	IBST_EXPECT(!pvcm_pin_sl(t_pv, s, 0xe01));
+	IBST_EXPECT_NULL(pvcm_pin_pv(t_pv, pv));
+	IBST_EXPECT_NULL(pvcm_pin_sl(t_pv, s, 0xe01));
 
 	/* a late event on the dead entry changes nothing */
 	pvcm_event(t_pv, e, PVCM_EV_RELEASE);
 	IBST_EXPECT_EQ(t_stats(s).timewait, 0);
-	IBST_EXPECT(!xa_load(&t_pv->pv_ids, pvcm_index(t_pv, pv)));
+	IBST_EXPECT_NULL(xa_load(&t_pv->pv_ids, pvcm_index(t_pv, pv)));
 
 	pvcm_put(e);
 	t_settle();
@@ -644,7 +645,7 @@ static void t_rej_forged(void)
 	IBA_SET(CM_REJ_MESSAGE_REJECTED, (struct cm_rej_msg *)&mad, 1);
 	orig = mad;
 	IBST_EXPECT_EQ(t_mux(b, &mad), -ENOENT);
-	IBST_EXPECT(!memcmp(&mad, &orig, sizeof(mad)));
+	IBST_EXPECT_MEMEQ(&mad, &orig, sizeof(mad));
 	IBA_SET(CM_REJ_MESSAGE_REJECTED, (struct cm_rej_msg *)&mad, 2);
 	IBST_EXPECT_EQ(t_mux(b, &mad), -ENOENT);
 	IBST_EXPECT_EQ(t_local(&mad), pv);
@@ -688,7 +689,7 @@ static void t_answer_forged(void)
 	t_mad(&mad, CM_REP_ATTR_ID, 0xb11, pv);
 	orig = mad;
 	IBST_EXPECT_EQ(t_mux(b, &mad), -EPERM);
-	IBST_EXPECT(!memcmp(&mad, &orig, sizeof(mad)));
+	IBST_EXPECT_MEMEQ(&mad, &orig, sizeof(mad));
 	t_mad(&mad, CM_MRA_ATTR_ID, 0xb12, pv);
 	IBST_EXPECT_EQ(t_mux(b, &mad), -EPERM);
 	t_rej(&mad, 0xb13, pv, IB_CM_REJ_CONSUMER_DEFINED, NULL);
@@ -919,7 +920,7 @@ static void t_wire_peer_only(void)
 	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
 	IBST_EXPECT_EQ(t_stats(s).timewait, 1);
 	e = pvcm_pin_pv(t_pv, pv);
-	IBST_EXPECT(e);
+	IBST_EXPECT_NOT_NULL(e);
 	if (e) {
 		deadline = READ_ONCE(e->deadline);
 		msleep(20);
@@ -1039,7 +1040,7 @@ static void t_roce_gid_slave(void)
 	t_mad(&mad, CM_REP_ATTR_ID, 0xab1, pv);
 	orig = mad;
 	IBST_EXPECT_EQ(t_dmx_roce(&mad, b), -EPERM);
-	IBST_EXPECT(!memcmp(&mad, &orig, sizeof(mad)));
+	IBST_EXPECT_MEMEQ(&mad, &orig, sizeof(mad));
 	IBST_EXPECT_EQ(t_dmx_roce(&mad, a), 0);
 	IBST_EXPECT_EQ(t_remote(&mad), 0x7b1);
 	t_out(a, CM_RTU_ATTR_ID, 0x7b1, 0xab1, &err);
@@ -1070,14 +1071,22 @@ static void t_realloc(void)
 	pv1 = t_out(s, CM_REQ_ATTR_ID, 0x901, 0, &err);
 	t_out(s, CM_DREQ_ATTR_ID, 0x901, 0, &err);
 	pv2 = t_out(s, CM_REQ_ATTR_ID, 0x901, 0, &err);
-	IBST_EXPECT(pv1 != pv2);
+	IBST_EXPECT_NE(pv1, pv2);
 	IBST_EXPECT_EQ(t_stats(s).live, 1);
 	IBST_EXPECT_EQ(t_stats(s).timewait, 1);
 
 	e = xa_load(&t_pv->pv_ids, pvcm_index(t_pv, pv1));
-	IBST_EXPECT(e && !e->indexed && e->state == PVCM_TIMEWAIT);
+	IBST_EXPECT_NOT_NULL(e);
+	if (e) {
+		IBST_EXPECT(!e->indexed);
+		IBST_EXPECT_EQ(e->state, PVCM_TIMEWAIT);
+	}
 	e = xa_load(&t_pv->pv_ids, pvcm_index(t_pv, pv2));
-	IBST_EXPECT(e && e->indexed && e->state == PVCM_PENDING);
+	IBST_EXPECT_NOT_NULL(e);
+	if (e) {
+		IBST_EXPECT(e->indexed);
+		IBST_EXPECT_EQ(e->state, PVCM_PENDING);
+	}
 
 	/* the next DREQ ends the new connection, not the old one again */
 	IBST_EXPECT_EQ(t_out(s, CM_DREQ_ATTR_ID, 0x901, 0, &err), pv2);
@@ -1198,7 +1207,7 @@ static void t_clean_keeps_new_routes(void)
 	IBST_EXPECT_EQ(err, -EPERM);
 	pv = t_out(s, CM_REP_ATTR_ID, 0xd02, 0xc02, &err);
 	IBST_EXPECT_EQ(err, 0);
-	IBST_EXPECT(pv != 0xd02);
+	IBST_EXPECT_NE(pv, 0xd02);
 	t_mad(&mad, CM_SIDR_REP_ATTR_ID, 0x5c03, 0);
 	IBST_EXPECT_EQ(t_mux(s, &mad), 0);
 	t_out(s, CM_DREQ_ATTR_ID, 0xd02, 0xc02, &err);
@@ -1384,7 +1393,7 @@ static void t_malformed(void)
 	t_mad(&mad, cpu_to_be16(0x30), 0x1, 0x2);
 	orig = mad;
 	IBST_EXPECT_EQ(t_mux(s, &mad), -EINVAL);
-	IBST_EXPECT(!memcmp(&mad, &orig, sizeof(mad)));
+	IBST_EXPECT_MEMEQ(&mad, &orig, sizeof(mad));
 	t_mad(&mad, cpu_to_be16(0x01), 0x1, 0x2);	/* ClassPortInfo */
 	IBST_EXPECT_EQ(t_mux(s, &mad), -EINVAL);
 
@@ -1450,7 +1459,7 @@ static void t_fail_nth(void)
 		IBST_EXPECT(xa_empty(&t_pv->pv_ids));
 	}
 	IBST_EXPECT_EQ(failures, 3);	/* entry, pv id, index */
-	IBST_EXPECT(pv != 0);
+	IBST_EXPECT_NE(pv, 0);
 	t_out(s, CM_DREQ_ATTR_ID, 0xf00 + n, 0, &err);
 	IBST_EXPECT_EQ(err, 0);
 
@@ -1522,7 +1531,8 @@ static void t_kernel_fail_nth(void)
 	}
 	ibst_diag("%u allocation(s) on the path, %u failed the REQ", n - 1,
 		  failed);
-	IBST_EXPECT(n > 1 && n <= 1000);
+	IBST_EXPECT_GT(n, 1);
+	IBST_EXPECT_LE(n, 1000);
 	mlx4_ib_cm_paravirt_clean(t_dev, s);
 	t_settle();
 
@@ -1550,7 +1560,7 @@ static void t_kernel_fail_nth(void)
 	ibst_diag("%u allocation(s) on the REQ's path, %u dropped it", n - 1,
 		  failed);
 	IBST_EXPECT_EQ(err, 0);
-	IBST_EXPECT(n <= 1000);
+	IBST_EXPECT_LE(n, 1000);
 	mlx4_ib_cm_paravirt_clean(t_dev, s);
 	t_settle();
 	rcu_barrier();
@@ -1688,7 +1698,7 @@ static void t_batches(void)
 	pvcm_test_timewait = timewait;
 	IBST_EXPECT_EQ(t_stats(s).live, 1);
 	IBST_EXPECT_EQ(t_stats(s).timewait, n);
-	IBST_EXPECT(atomic_read(&pvcm_test_breaks) - breaks >= 2);
+	IBST_EXPECT_GE(atomic_read(&pvcm_test_breaks) - breaks, 2);
 
 	/*
 	 * The reaper frees them, in batches too; the new entry stays.  Their
@@ -1701,7 +1711,7 @@ static void t_batches(void)
 	while (t_stats(s).timewait && time_before(jiffies, until))
 		msleep(20);
 	IBST_EXPECT_EQ(t_stats(s).timewait, 0);
-	IBST_EXPECT(atomic_read(&pvcm_test_breaks) - breaks >= 2);
+	IBST_EXPECT_GE(atomic_read(&pvcm_test_breaks) - breaks, 2);
 	IBST_EXPECT_EQ(t_out(s, CM_RTU_ATTR_ID, 0x30000, 1, &err), pvn);
 	IBST_EXPECT_EQ(err, 0);
 	t_out(s, CM_DREQ_ATTR_ID, 0x30000, 1, &err);
@@ -1832,7 +1842,7 @@ static void t_stress(void)
 	w[4].task = kthread_run(t_clean_thread, &w[4], "pvcm_clean");
 	for (i = 0; i < 5; i++)
 		if (IS_ERR(w[i].task)) {
-			IBST_EXPECT(!IS_ERR(w[i].task));
+			IBST_EXPECT_NOT_ERR(w[i].task);
 			w[i].task = NULL;
 		}
 	msleep(2000);
@@ -1844,7 +1854,8 @@ static void t_stress(void)
 		ibst_diag("stress worker %d: %lu cycles, %lu misses", i,
 			  w[i].cycles, w[i].misses);
 	}
-	IBST_EXPECT(w[0].cycles > 0 && w[4].cycles > 0);
+	IBST_EXPECT_GT(w[0].cycles, 0);
+	IBST_EXPECT_GT(w[4].cycles, 0);
 	for (i = 1; i <= 3; i++)
 		mlx4_ib_cm_paravirt_clean(t_dev, i);
 	t_settle();
