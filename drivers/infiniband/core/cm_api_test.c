@@ -26,7 +26,7 @@ static int handler_b(struct ib_cm_id *id, const struct ib_cm_event *ev)
 	return 0;
 }
 
-static void test_idle_rejects_everything(void)
+static void idle_id_rejects_every_call(void)
 {
 	struct ib_cm_rep_param rep = {};
 	struct ib_qp_attr attr = {};
@@ -63,7 +63,7 @@ static void test_idle_rejects_everything(void)
 	ib_destroy_cm_id(id);
 }
 
-static void test_param_limits(void)
+static void parameter_limits(void)
 {
 	static u8 big[256];
 	struct sa_path_rec path = {};
@@ -108,7 +108,7 @@ static void test_param_limits(void)
 	ib_destroy_cm_id(id);
 }
 
-static void test_listen_transitions(void)
+static void listen_transitions(void)
 {
 	__be64 sid = cpu_to_be64(0x0000000001000123ULL);
 	struct ib_cm_id *a, *b;
@@ -140,7 +140,7 @@ out:
 		ib_destroy_cm_id(b);
 }
 
-static void test_service_id_assignment(void)
+static void service_id_assignment(void)
 {
 	struct ib_cm_id *a, *b;
 
@@ -165,7 +165,7 @@ out:
 		ib_destroy_cm_id(b);
 }
 
-static void test_shared_listen(void)
+static void shared_listen(void)
 {
 	__be64 sid = cpu_to_be64(0x0000000001000456ULL);
 	struct ib_cm_id *x, *y, *z, *w;
@@ -194,7 +194,7 @@ static void test_shared_listen(void)
 	}
 }
 
-static void test_reject_text(void)
+static void reject_reason_text(void)
 {
 	IBST_EXPECT_GT(strlen(ibcm_reject_msg(IB_CM_REJ_INVALID_SERVICE_ID)),
 		       0);
@@ -206,12 +206,12 @@ static void test_reject_text(void)
 }
 
 static const struct ibst_case cases[] = {
-	{ "idle_id_rejects_every_call", test_idle_rejects_everything },
-	{ "parameter_limits", test_param_limits },
-	{ "listen_transitions", test_listen_transitions },
-	{ "service_id_assignment", test_service_id_assignment },
-	{ "shared_listen", test_shared_listen },
-	{ "reject_reason_text", test_reject_text },
+	IBST_CASE(idle_id_rejects_every_call),
+	IBST_CASE(parameter_limits),
+	IBST_CASE(listen_transitions),
+	IBST_CASE(service_id_assignment),
+	IBST_CASE(shared_listen),
+	IBST_CASE(reject_reason_text),
 	{}
 };
 

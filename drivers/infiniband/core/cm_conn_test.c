@@ -1185,7 +1185,7 @@ static void cc_end(struct cc_conn *c)
 /* Cases                                                               */
 
 /* RC: every field of REQ and REP, RTU, DREQ/DREP and TimeWait. */
-static void test_rc_connect_disconnect(void)
+static void rc_connect_disconnect(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 
@@ -1200,7 +1200,7 @@ static void test_rc_connect_disconnect(void)
  * read depths, RNR timer, ACK timeout or retry counts.  The passive side
  * disconnects this time.
  */
-static void test_uc_connect(void)
+static void uc_connect(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 
@@ -1216,7 +1216,7 @@ static void test_uc_connect(void)
  * are those of a sender (timeout, retries, read depth at RTS; no inbound
  * read depth or RNR timer at RTR) and the target's those of a receiver.
  */
-static void test_xrc_connect(void)
+static void xrc_connect(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 
@@ -1229,7 +1229,7 @@ static void test_xrc_connect(void)
  * Destroying an established connection's cm_id sends a DREQ (IBTA
  * 12.9.7): the control for the XRC target case below.
  */
-static void test_rc_destroy_sends_dreq(void)
+static void rc_destroy_sends_dreq(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 	struct ib_cm_id *pas;
@@ -1263,7 +1263,7 @@ out:
  * CM answers it with a DREP itself (IBTA 12.9.6), which takes the
  * initiator through TimeWait.
  */
-static void test_xrc_tgt_destroy_sends_no_dreq(void)
+static void xrc_tgt_destroy_sends_no_dreq(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 	long dreqs, dups;
@@ -1301,7 +1301,7 @@ out:
 }
 
 /* XRC: the initiator's DREQ reaches the target, whose DREP ends it. */
-static void test_xrc_ini_disconnect(void)
+static void xrc_ini_disconnect(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 
@@ -1316,7 +1316,7 @@ static void test_xrc_ini_disconnect(void)
  * information and private data to the active side; both sides are IDLE
  * after it (a REJ of a REQ enters no TimeWait).
  */
-static void test_rej_consumer_ari(void)
+static void rej_consumer_ari(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 	u8 ari[CC_ARI_LEN] = { 'a', 'r', 'i', 0x5a, 0xa5 };
@@ -1366,7 +1366,7 @@ static void cc_conn_init_fast(struct cc_conn *c)
  * IB_CM_REQ_ERROR and the active side is IDLE.  The control for the MRA
  * case below.
  */
-static void test_req_unanswered_times_out(void)
+static void req_unanswered_times_out(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 	long retries = cc_counter("cm_tx_retries", "req");
@@ -1403,7 +1403,7 @@ out:
  * posted; here the cm_id's own report is still being delivered, so the
  * new REQ's must find another one.)
  */
-static void test_req_again_from_error_handler(void)
+static void req_again_from_error_handler(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 	unsigned long flags;
@@ -1436,7 +1436,7 @@ out:
  * is still waiting long after the REQ alone would have failed, and the
  * late REP completes the connection.
  */
-static void test_mra_delays_req_timeout(void)
+static void mra_delays_req_timeout(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 	struct cc_event e;
@@ -1488,7 +1488,7 @@ static bool cc_req_answered(const struct cc_conn *c)
  * connection: it reaches the listener.  The stock CM forgets a
  * connection's remote QPN when it enters TimeWait.
  */
-static void test_req_reuses_qpn_in_timewait(void)
+static void req_reuses_qpn_in_timewait(void)
 {
 	struct cc_conn *old = &cc_conns[0], *c = &cc_conns[1];
 	struct cc_event ans, tw;
@@ -1537,7 +1537,7 @@ out:
  * connection was established: both are IDLE at once and no TIMEWAIT_EXIT
  * follows (the stock CM resets both to IDLE).
  */
-static void test_rep_rejected_by_active(void)
+static void rep_rejected_by_active(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 	u8 ari[CC_ARI_LEN] = { 'r', 'e', 'p', 0x33, 0xcc };
@@ -1580,7 +1580,7 @@ out:
  * arrives whole, one byte more is refused by ib_send_cm_req() with
  * -EINVAL and leaves the cm_id IDLE.
  */
-static void test_req_private_data_limits(void)
+static void req_private_data_limits(void)
 {
 	u8 big[IB_CM_REQ_PRIVATE_DATA_SIZE + 1];
 	struct cc_conn *c = &cc_conns[0];
@@ -1689,7 +1689,7 @@ static bool cc_sidr_answer(struct cc_conn *c, int status, struct cc_event *e)
  * ECE is set too (this kernel's SIDR_REP event does not report it): it
  * must not disturb the rest.
  */
-static void test_sidr_resolve(void)
+static void sidr_resolve(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 	struct ib_cm_sidr_rep_param rp = {
@@ -1724,7 +1724,7 @@ out:
  * AddInfoLen field says how many of its 72 bytes are valid) reaches the
  * asker with its length.
  */
-static void test_sidr_rep_additional_info(void)
+static void sidr_rep_additional_info(void)
 {
 	u8 info[CC_ARI_LEN] = { 's', 'i', 'd', 0x3c, 0xc3 };
 	struct cc_conn *c = &cc_conns[0];
@@ -1755,7 +1755,7 @@ out:
  * with status "service ID not supported" (IBTA 12.11), no QPN, Q_Key or
  * additional information.
  */
-static void test_sidr_no_listener(void)
+static void sidr_no_listener(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 	struct cc_event e;
@@ -1771,7 +1771,7 @@ out:
 }
 
 /* A listener that turns the SIDR_REQ down with "rejected" and data. */
-static void test_sidr_listener_rejects(void)
+static void sidr_listener_rejects(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 	struct ib_cm_sidr_rep_param rp = { .status = IB_SIDR_REJECT };
@@ -1798,7 +1798,7 @@ out:
  * for its consumer (the stock ib_destroy_cm_id() does so for a
  * cm_id in SIDR_REQ_RCVD), so the asker does not wait out its retries.
  */
-static void test_sidr_destroy_rejects(void)
+static void sidr_destroy_rejects(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 	struct ib_cm_id *pas;
@@ -1918,7 +1918,7 @@ static bool cc_rep_delivered(struct cc_conn *c)
 }
 
 /* The passive side gives its cm_id back at the REQ: it is rejected. */
-static void test_drop_on_req(void)
+static void drop_on_req(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 	struct cc_event e;
@@ -1935,7 +1935,7 @@ out:
 }
 
 /* The active side gives its cm_id back at the REP: the REP is rejected. */
-static void test_drop_on_rep(void)
+static void drop_on_rep(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 	struct cc_event e;
@@ -1958,7 +1958,7 @@ out:
  * The passive side gives its cm_id back when the RTU establishes it: the
  * CM disconnects for it.
  */
-static void test_drop_on_rtu(void)
+static void drop_on_rtu(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 
@@ -1980,7 +1980,7 @@ out:
  * The passive side gives its cm_id back when it is established by the
  * QP's first packet (ib_cm_notify()) instead of the RTU.
  */
-static void test_drop_on_user_established(void)
+static void drop_on_user_established(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 
@@ -1996,7 +1996,7 @@ out:
 }
 
 /* The active side gives its cm_id back at the peer's DREQ: DREP for it. */
-static void test_drop_on_dreq(void)
+static void drop_on_dreq(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 
@@ -2035,18 +2035,18 @@ out:
 	cc_end(c);
 }
 
-static void test_drop_on_drep(void)
+static void drop_on_drep(void)
 {
 	cc_drop_after_disconnect(IB_CM_DREP_RECEIVED);
 }
 
-static void test_drop_on_timewait_exit(void)
+static void drop_on_timewait_exit(void)
 {
 	cc_drop_after_disconnect(IB_CM_TIMEWAIT_EXIT);
 }
 
 /* The active side gives its cm_id back when its REQ is rejected. */
-static void test_drop_on_rej(void)
+static void drop_on_rej(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 
@@ -2066,7 +2066,7 @@ out:
  * The active side gives its cm_id back at the MRA for its REQ: the CM
  * tells the passive side that the active one stopped waiting.
  */
-static void test_drop_on_mra(void)
+static void drop_on_mra(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 	struct cc_event e;
@@ -2087,7 +2087,7 @@ out:
  * The active side gives its cm_id back when its REQ times out (reported
  * from the MAD layer's send completion, like the other *_ERROR events).
  */
-static void test_drop_on_req_error(void)
+static void drop_on_req_error(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 
@@ -2099,7 +2099,7 @@ static void test_drop_on_req_error(void)
 }
 
 /* The passive side gives its cm_id back when its REP times out. */
-static void test_drop_on_rep_error(void)
+static void drop_on_rep_error(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 
@@ -2117,7 +2117,7 @@ out:
 }
 
 /* The active side gives its cm_id back when its DREQ times out. */
-static void test_drop_on_dreq_error(void)
+static void drop_on_dreq_error(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 
@@ -2135,7 +2135,7 @@ out:
 }
 
 /* The asker gives its cm_id back at the SIDR_REP. */
-static void test_drop_on_sidr_rep(void)
+static void drop_on_sidr_rep(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 	struct ib_cm_sidr_rep_param rp = {
@@ -2156,7 +2156,7 @@ out:
 }
 
 /* The asker gives its cm_id back when its SIDR_REQ times out. */
-static void test_drop_on_sidr_req_error(void)
+static void drop_on_sidr_req_error(void)
 {
 	struct cc_conn *c = &cc_conns[0];
 
@@ -2262,38 +2262,38 @@ fail:
 }
 
 static const struct ibst_case cc_cases[] = {
-	{ "rc_connect_disconnect", test_rc_connect_disconnect },
-	{ "uc_connect", test_uc_connect },
-	{ "xrc_connect", test_xrc_connect },
-	{ "rc_destroy_sends_dreq", test_rc_destroy_sends_dreq },
-	{ "xrc_tgt_destroy_sends_no_dreq", test_xrc_tgt_destroy_sends_no_dreq },
-	{ "xrc_ini_disconnect", test_xrc_ini_disconnect },
-	{ "rej_consumer_ari", test_rej_consumer_ari },
-	{ "req_unanswered_times_out", test_req_unanswered_times_out },
-	{ "req_again_from_error_handler", test_req_again_from_error_handler },
-	{ "mra_delays_req_timeout", test_mra_delays_req_timeout },
-	{ "req_reuses_qpn_in_timewait", test_req_reuses_qpn_in_timewait },
-	{ "rep_rejected_by_active", test_rep_rejected_by_active },
-	{ "req_private_data_limits", test_req_private_data_limits },
-	{ "sidr_resolve", test_sidr_resolve },
-	{ "sidr_rep_additional_info", test_sidr_rep_additional_info },
-	{ "sidr_no_listener", test_sidr_no_listener },
-	{ "sidr_listener_rejects", test_sidr_listener_rejects },
-	{ "sidr_destroy_rejects", test_sidr_destroy_rejects },
-	{ "drop_on_req", test_drop_on_req },
-	{ "drop_on_rep", test_drop_on_rep },
-	{ "drop_on_rtu", test_drop_on_rtu },
-	{ "drop_on_user_established", test_drop_on_user_established },
-	{ "drop_on_dreq", test_drop_on_dreq },
-	{ "drop_on_drep", test_drop_on_drep },
-	{ "drop_on_timewait_exit", test_drop_on_timewait_exit },
-	{ "drop_on_rej", test_drop_on_rej },
-	{ "drop_on_mra", test_drop_on_mra },
-	{ "drop_on_req_error", test_drop_on_req_error },
-	{ "drop_on_rep_error", test_drop_on_rep_error },
-	{ "drop_on_dreq_error", test_drop_on_dreq_error },
-	{ "drop_on_sidr_rep", test_drop_on_sidr_rep },
-	{ "drop_on_sidr_req_error", test_drop_on_sidr_req_error },
+	IBST_CASE(rc_connect_disconnect),
+	IBST_CASE(uc_connect),
+	IBST_CASE(xrc_connect),
+	IBST_CASE(rc_destroy_sends_dreq),
+	IBST_CASE(xrc_tgt_destroy_sends_no_dreq),
+	IBST_CASE(xrc_ini_disconnect),
+	IBST_CASE(rej_consumer_ari),
+	IBST_CASE(req_unanswered_times_out),
+	IBST_CASE(req_again_from_error_handler),
+	IBST_CASE(mra_delays_req_timeout),
+	IBST_CASE(req_reuses_qpn_in_timewait),
+	IBST_CASE(rep_rejected_by_active),
+	IBST_CASE(req_private_data_limits),
+	IBST_CASE(sidr_resolve),
+	IBST_CASE(sidr_rep_additional_info),
+	IBST_CASE(sidr_no_listener),
+	IBST_CASE(sidr_listener_rejects),
+	IBST_CASE(sidr_destroy_rejects),
+	IBST_CASE(drop_on_req),
+	IBST_CASE(drop_on_rep),
+	IBST_CASE(drop_on_rtu),
+	IBST_CASE(drop_on_user_established),
+	IBST_CASE(drop_on_dreq),
+	IBST_CASE(drop_on_drep),
+	IBST_CASE(drop_on_timewait_exit),
+	IBST_CASE(drop_on_rej),
+	IBST_CASE(drop_on_mra),
+	IBST_CASE(drop_on_req_error),
+	IBST_CASE(drop_on_rep_error),
+	IBST_CASE(drop_on_dreq_error),
+	IBST_CASE(drop_on_sidr_rep),
+	IBST_CASE(drop_on_sidr_req_error),
 	{}
 };
 

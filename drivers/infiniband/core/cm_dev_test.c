@@ -407,7 +407,7 @@ static void mock_remove_taken(struct mock_dev *m)
 	mock_free(m, false);
 }
 
-static void test_two_ports(void)
+static void two_ports_add_remove(void)
 {
 	struct mock_dev *m = mock_add(false, MOCK_NO_PORT, false);
 
@@ -420,7 +420,7 @@ static void test_two_ports(void)
 }
 
 /* The MAD layer is not on the device: port 1's agent fails, 2 is left. */
-static void test_agent_fails_on_port1(void)
+static void mad_agent_fails_on_port1(void)
 {
 	struct mock_dev *m = mock_add(false, MOCK_NO_PORT, true);
 
@@ -433,7 +433,7 @@ static void test_agent_fails_on_port1(void)
 }
 
 /* Port 1 fails its last step, after its agent: port 2 is never set up. */
-static void test_port1_fails(void)
+static void port1_fails_port2_untouched(void)
 {
 	struct mock_dev *m = mock_add(false, 1, false);
 
@@ -446,7 +446,7 @@ static void test_port1_fails(void)
 }
 
 /* Port 2 fails after port 1 was fully set up: port 1 is undone. */
-static void test_port2_fails(void)
+static void port2_fails_port1_undone(void)
 {
 	struct mock_dev *m = mock_add(false, 2, false);
 
@@ -464,7 +464,7 @@ static void test_port2_fails(void)
  * until an add meets no fault: each failed add must leave nothing behind,
  * the one without a fault must take both ports.
  */
-static void test_fail_nth_sweep(void)
+static void fail_nth_sweep_two_ports(void)
 {
 	unsigned int on_port1 = 0, after_port1 = 0;
 	struct mock_dev *m;
@@ -520,7 +520,7 @@ static bool mock_switch_wanted(void)
 }
 
 /* A switch runs its CM on port 0, its only port. */
-static void test_switch_port0(void)
+static void switch_port0_add_remove(void)
 {
 	struct mock_dev *m;
 
@@ -537,7 +537,7 @@ static void test_switch_port0(void)
 }
 
 /* The same failure on a switch: port 0 is undone. */
-static void test_switch_port0_fails(void)
+static void switch_port0_fails(void)
 {
 	struct mock_dev *m;
 
@@ -553,13 +553,13 @@ static void test_switch_port0_fails(void)
 }
 
 static const struct ibst_case cases[] = {
-	{ "two_ports_add_remove", test_two_ports },
-	{ "mad_agent_fails_on_port1", test_agent_fails_on_port1 },
-	{ "port1_fails_port2_untouched", test_port1_fails },
-	{ "port2_fails_port1_undone", test_port2_fails },
-	{ "fail_nth_sweep_two_ports", test_fail_nth_sweep },
-	{ "switch_port0_add_remove", test_switch_port0 },
-	{ "switch_port0_fails", test_switch_port0_fails },
+	IBST_CASE(two_ports_add_remove),
+	IBST_CASE(mad_agent_fails_on_port1),
+	IBST_CASE(port1_fails_port2_untouched),
+	IBST_CASE(port2_fails_port1_undone),
+	IBST_CASE(fail_nth_sweep_two_ports),
+	IBST_CASE(switch_port0_add_remove),
+	IBST_CASE(switch_port0_fails),
 	{}
 };
 

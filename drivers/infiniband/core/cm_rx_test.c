@@ -34,7 +34,7 @@
  *
  * receive_path_fuzzed sends fuzz_iterations mutated MADs of every kind
  * (and of unknown attributes) at cm_ids held in every state, listeners
- * and SIDR included, from the seed fuzz_seed; see test_fuzz().
+ * and SIDR included, from the seed fuzz_seed; see receive_path_fuzzed().
  *
  * Load after ib_cm.ko (built with the hook) with an active RoCE port that
  * runs a CM; init fails when any check fails.  The module runs its cases
@@ -866,7 +866,7 @@ static void rx_sidr_end(struct rx_asker *a, struct ib_cm_id *listen)
 /* Checks                                                              */
 
 /* A REQ reaches the listener with everything the peer put in it. */
-static void test_req_event(void)
+static void req_event_fields(void)
 {
 	long rx = rx_ctr(CM_CTR_RX, CM_REQ_ATTR_ID);
 	struct ib_cm_id *listen;
@@ -910,7 +910,7 @@ static void test_req_event(void)
 }
 
 /* A REQ for a service nobody listens to is refused, never delivered. */
-static void test_req_no_listener(void)
+static void req_without_listener_rejected(void)
 {
 	long rej = rx_ctr(CM_CTR_TX, CM_REJ_ATTR_ID);
 	struct rx_peer peer;
@@ -929,7 +929,7 @@ static void test_req_no_listener(void)
  * and only its CA GUID to go by: the ID is found through its TimeWait
  * record and goes back to IDLE.
  */
-static void test_rej_timeout(void)
+static void rej_timeout_found_by_ca_guid(void)
 {
 	struct rx_passive c;
 	struct rx_event e = {};
@@ -949,7 +949,7 @@ out:
 }
 
 /* A repeated REQ is counted, not delivered; after our MRA it gets the MRA. */
-static void test_dup_req(void)
+static void dup_req_counted_and_mra_repeated(void)
 {
 	struct rx_passive c;
 	long dups, mra;
@@ -986,7 +986,7 @@ out:
 }
 
 /* RTU establishes once; a second RTU is only counted. */
-static void test_rtu(void)
+static void rtu_establishes_once(void)
 {
 	struct rx_passive c;
 	struct rx_event e = {};
@@ -1017,7 +1017,7 @@ out:
  * DREQ: one with the wrong QPN is dropped; the right one is delivered once;
  * repeats are counted, and in TimeWait answered with our DREP again.
  */
-static void test_dreq(void)
+static void dreq_rcvd_dups_and_drep_repeated(void)
 {
 	struct rx_passive c;
 	struct rx_event e = {};
@@ -1061,7 +1061,7 @@ out:
 }
 
 /* A DREQ for an ID that does not exist is answered with a DREP. */
-static void test_dreq_unknown(void)
+static void dreq_unknown_id_gets_drep(void)
 {
 	struct rx_peer peer;
 	long dups, drep;
@@ -1085,7 +1085,7 @@ static void test_dreq_unknown(void)
  * communication ID and QPN, is a new connection (no duplicate, no stale
  * REJ), while the old ID stays in TimeWait.
  */
-static void test_req_in_timewait(void)
+static void req_in_timewait_is_new_connection(void)
 {
 	struct rx_passive c;
 	struct rx_event e = {};
@@ -1120,7 +1120,7 @@ out:
 }
 
 /* The peer's REP with its private data and ECE; repeats get our RTU. */
-static void test_rep(void)
+static void rep_event_fields_and_dups(void)
 {
 	struct rx_active c;
 	struct rx_event e = {};
@@ -1170,7 +1170,7 @@ out:
  * An MRA for our REQ stretches its timeout: a REQ without one times out
  * (REQ_ERROR) while the MRAed one, sent at the same time, keeps waiting.
  */
-static void test_mra_extends(void)
+static void mra_extends_req_timeout(void)
 {
 	struct rx_active slow, plain;
 	struct rx_event e = {};
@@ -1210,7 +1210,7 @@ out:
 }
 
 /* REJ ends the handshake; "stale connection" sends the ID to TimeWait. */
-static void test_rej(void)
+static void rej_received(void)
 {
 	struct rx_active a, b;
 	struct rx_event e = {};
@@ -1245,7 +1245,7 @@ out:
 }
 
 /* Our DREQ answered by DREP: TimeWait, then TIMEWAIT_EXIT and IDLE. */
-static void test_drep_timewait(void)
+static void drep_timewait_exit(void)
 {
 	struct rx_active c;
 	struct rx_event e = {};
@@ -1272,7 +1272,7 @@ out:
  * through TimeWait (TIMEWAIT_EXIT, then IDLE).  The report was reserved
  * with the DREQ, after the REQ's reservation had been given back unused.
  */
-static void test_dreq_unanswered(void)
+static void dreq_unanswered(void)
 {
 	struct rx_active c;
 	struct rx_event e = {};
@@ -1296,7 +1296,7 @@ out:
 }
 
 /* ib_cm_notify(COMM_EST) establishes from REP_SENT and MRA_REP_RCVD. */
-static void test_notify_comm_est(void)
+static void notify_comm_est(void)
 {
 	struct rx_passive c, d;
 	struct rx_event e = {};
@@ -1342,7 +1342,7 @@ out:
 }
 
 /* PATH_MIG needs an alternate path and an established connection. */
-static void test_notify_path_mig(void)
+static void notify_path_mig(void)
 {
 	struct rx_active a, b;
 
@@ -1367,7 +1367,7 @@ out:
  * The LAP is one that the lap_* cases below, with the port switched to
  * take LAPs, see delivered.
  */
-static void test_lap_apr_roce(void)
+static void lap_apr_dropped_on_roce(void)
 {
 	struct rx_passive c;
 	struct cmc_path alt;
@@ -1443,7 +1443,7 @@ static bool rx_lap_first(struct rx_passive *c, struct rx_event *e)
  * the path and the AV's lifetime, not an alternate path on a real IB link
  * (LIDs in an AH, a QP migrating to it).
  */
-static void test_lap_event(void)
+static void lap_event_alt_path_and_qp_attr(void)
 {
 	struct ib_qp_attr qa = { .qp_state = IB_QPS_RTS };
 	const struct ib_global_route *grh;
@@ -1499,7 +1499,7 @@ out:
 }
 
 /* A LAP repeated while the consumer works on the first is only counted. */
-static void test_lap_dup(void)
+static void lap_repeat_counted_and_dropped(void)
 {
 	struct rx_passive c = {};
 	struct rx_event e = {};
@@ -1531,7 +1531,7 @@ out:
  * back over rdma_rxe, so it was on the wire) in LAP_RCVD, and sent again
  * for a repeated LAP; a second one has nothing left to delay.
  */
-static void test_lap_mra(void)
+static void lap_mra_sent_and_repeated(void)
 {
 	struct rx_passive c = {};
 	struct rx_event e = {};
@@ -1580,7 +1580,7 @@ out:
  * (no event, no LAP state, no device reference).  A LAP the consumer has
  * not answered does not hold off the peer's DREQ.
  */
-static void test_lap_not_established(void)
+static void lap_outside_established_dropped(void)
 {
 	struct rx_passive c = {};
 	struct rx_event e = {};
@@ -1630,7 +1630,7 @@ out:
  * good LAP after it (so the bad one did reach the LAP rules), and the ID
  * can still be destroyed.
  */
-static void test_lap_bad_path(void)
+static void lap_unaddressable_path_leaves_no_ref(void)
 {
 	struct rx_passive c = {};
 	struct rx_event e = {};
@@ -1675,7 +1675,7 @@ out:
  * An APR answers a LAP sent by this side, which never sends one (the API
  * has no LAP): before any LAP and after the peer's own LAP it is dropped.
  */
-static void test_apr_without_lap(void)
+static void apr_without_our_lap_dropped(void)
 {
 	struct rx_passive c = {};
 	struct rx_event e = {};
@@ -1775,7 +1775,7 @@ static bool rx_drop_done(struct ib_cm_id *id, enum ib_cm_event_type type,
 }
 
 /* Given back at the RTU that establishes it (the CM then disconnects). */
-static void test_drop_on_rtu(void)
+static void drop_on_rtu_destroys_and_disconnects(void)
 {
 	long refs = rx_dev_refs(), dreqs = rx_ctr(CM_CTR_TX, CM_DREQ_ATTR_ID);
 	struct rx_passive c;
@@ -1793,7 +1793,7 @@ out:
 }
 
 /* Given back at the peer's DREQ (the CM answers it with a DREP). */
-static void test_drop_on_dreq(void)
+static void drop_on_dreq_destroys_and_answers(void)
 {
 	long refs = rx_dev_refs(), dreps = rx_ctr(CM_CTR_TX, CM_DREP_ATTR_ID);
 	struct rx_passive c;
@@ -1811,7 +1811,7 @@ out:
 }
 
 /* Given back at a LAP (the LAP rules run through the test switch). */
-static void test_drop_on_lap(void)
+static void drop_on_lap_destroys(void)
 {
 	struct rx_passive c;
 	struct cmc_path alt;
@@ -1833,7 +1833,7 @@ out:
 }
 
 /* Given back when ib_cm_notify() establishes it. */
-static void test_drop_on_user_established(void)
+static void drop_on_user_established_destroys(void)
 {
 	long refs = rx_dev_refs();
 	struct rx_passive c;
@@ -1850,7 +1850,7 @@ out:
 }
 
 /* Given back when TimeWait ends (reported by the TimeWait timer). */
-static void test_drop_on_timewait_exit(void)
+static void drop_on_timewait_exit_destroys(void)
 {
 	long refs = rx_dev_refs();
 	struct rx_active c;
@@ -1871,7 +1871,7 @@ out:
  * Given back when the DREQ times out: reported from the MAD layer's send
  * completion, whose worker completes the sends the destruction waits for.
  */
-static void test_drop_on_dreq_error(void)
+static void drop_on_dreq_error_destroys(void)
 {
 	long refs = rx_dev_refs();
 	struct rx_active c;
@@ -1950,7 +1950,7 @@ static int rx_sharer_fn(void *arg)
  * its sharer's destroy would destroy it a second time).  Afterwards the
  * service ID is free for an exclusive listener again.
  */
-static void test_shared_listener_race(void)
+static void shared_listener_race(void)
 {
 	struct rx_sharer s[2] = {};
 	struct task_struct *t[2];
@@ -1991,7 +1991,7 @@ static void test_shared_listener_race(void)
  * A new REQ from a peer QP that is still connected to us: refuse it as
  * stale and disconnect the old connection.
  */
-static void test_stale_req(void)
+static void stale_req_rejected(void)
 {
 	struct rx_passive c;
 	struct rx_peer again;
@@ -2023,7 +2023,7 @@ out:
 }
 
 /* The same for a REP: refuse it, disconnect the old connection. */
-static void test_stale_rep(void)
+static void stale_rep_rejected(void)
 {
 	struct rx_active old, c;
 	long rej;
@@ -2083,7 +2083,7 @@ static struct ib_cm_id *rx_sidr_claim(const struct rx_event *e)
 }
 
 /* Nobody listens: the CM itself answers "unsupported", tells nobody. */
-static void test_sidr_req_no_listener(void)
+static void sidr_req_without_listener_unsupported(void)
 {
 	struct rx_event e = {};
 	struct rx_asker a;
@@ -2112,7 +2112,7 @@ out:
  * The listener gets the request's fields on a new ID; its SIDR_REP goes
  * out with the request ID, status, QPN, Q_Key and private data it gave.
  */
-static void test_sidr_req_event_and_rep(void)
+static void sidr_req_event_fields_and_rep_sent(void)
 {
 	struct ib_cm_sidr_rep_param rep = {
 		.status = IB_SIDR_SUCCESS,
@@ -2176,7 +2176,7 @@ out:
 }
 
 /* A request the consumer drops without answering is rejected. */
-static void test_sidr_req_unanswered_rejected(void)
+static void sidr_req_unanswered_rejected(void)
 {
 	struct ib_cm_id *listen, *n;
 	struct rx_event e = {};
@@ -2207,7 +2207,7 @@ out:
  * as a duplicate, not delivered again.  Once answered, a new request with
  * the same ID is served afresh.
  */
-static void test_dup_sidr_req(void)
+static void dup_sidr_req_counted_and_dropped(void)
 {
 	struct ib_cm_sidr_rep_param rep = {
 		.status = IB_SIDR_NO_QP,
@@ -2260,7 +2260,7 @@ out:
  * The answer to our SIDR_REQ reaches us once with its fields; repeats and
  * answers to a request ID that is gone find nobody.
  */
-static void test_sidr_rep(void)
+static void sidr_rep_event_fields_and_unknown_dropped(void)
 {
 	struct rx_asker a, gone;
 	struct rx_event e = {};
@@ -2588,7 +2588,7 @@ static bool rx_fuzz_back(long (*count)(void), long want)
  * a new connection each way.  LAP/APR are taken on this RoCE port for
  * the run.  The seed (fuzz_seed, printed) repeats a run.
  */
-static void test_fuzz(void)
+static void receive_path_fuzzed(void)
 {
 	struct rx_active a = {};
 	struct rx_passive c = {};
@@ -2757,43 +2757,43 @@ static void cm_rx_teardown(void)
 }
 
 static const struct ibst_case cm_rx_cases[] = {
-	{ "req_event_fields", test_req_event },
-	{ "req_without_listener_rejected", test_req_no_listener },
-	{ "dup_req_counted_and_mra_repeated", test_dup_req },
-	{ "rtu_establishes_once", test_rtu },
-	{ "dreq_rcvd_dups_and_drep_repeated", test_dreq },
-	{ "dreq_unknown_id_gets_drep", test_dreq_unknown },
-	{ "req_in_timewait_is_new_connection", test_req_in_timewait },
-	{ "rep_event_fields_and_dups", test_rep },
-	{ "mra_extends_req_timeout", test_mra_extends },
-	{ "rej_received", test_rej },
-	{ "rej_timeout_found_by_ca_guid", test_rej_timeout },
-	{ "drep_timewait_exit", test_drep_timewait },
-	{ "dreq_unanswered", test_dreq_unanswered },
-	{ "notify_comm_est", test_notify_comm_est },
-	{ "notify_path_mig", test_notify_path_mig },
-	{ "lap_apr_dropped_on_roce", test_lap_apr_roce },
-	{ "lap_event_alt_path_and_qp_attr", test_lap_event },
-	{ "lap_repeat_counted_and_dropped", test_lap_dup },
-	{ "lap_mra_sent_and_repeated", test_lap_mra },
-	{ "lap_outside_established_dropped", test_lap_not_established },
-	{ "lap_unaddressable_path_leaves_no_ref", test_lap_bad_path },
-	{ "apr_without_our_lap_dropped", test_apr_without_lap },
-	{ "stale_req_rejected", test_stale_req },
-	{ "stale_rep_rejected", test_stale_rep },
-	{ "sidr_req_without_listener_unsupported", test_sidr_req_no_listener },
-	{ "sidr_req_event_fields_and_rep_sent", test_sidr_req_event_and_rep },
-	{ "sidr_req_unanswered_rejected", test_sidr_req_unanswered_rejected },
-	{ "dup_sidr_req_counted_and_dropped", test_dup_sidr_req },
-	{ "sidr_rep_event_fields_and_unknown_dropped", test_sidr_rep },
-	{ "drop_on_rtu_destroys_and_disconnects", test_drop_on_rtu },
-	{ "drop_on_dreq_destroys_and_answers", test_drop_on_dreq },
-	{ "drop_on_lap_destroys", test_drop_on_lap },
-	{ "drop_on_user_established_destroys", test_drop_on_user_established },
-	{ "drop_on_timewait_exit_destroys", test_drop_on_timewait_exit },
-	{ "drop_on_dreq_error_destroys", test_drop_on_dreq_error },
-	{ "shared_listener_race", test_shared_listener_race },
-	{ "receive_path_fuzzed", test_fuzz },
+	IBST_CASE(req_event_fields),
+	IBST_CASE(req_without_listener_rejected),
+	IBST_CASE(dup_req_counted_and_mra_repeated),
+	IBST_CASE(rtu_establishes_once),
+	IBST_CASE(dreq_rcvd_dups_and_drep_repeated),
+	IBST_CASE(dreq_unknown_id_gets_drep),
+	IBST_CASE(req_in_timewait_is_new_connection),
+	IBST_CASE(rep_event_fields_and_dups),
+	IBST_CASE(mra_extends_req_timeout),
+	IBST_CASE(rej_received),
+	IBST_CASE(rej_timeout_found_by_ca_guid),
+	IBST_CASE(drep_timewait_exit),
+	IBST_CASE(dreq_unanswered),
+	IBST_CASE(notify_comm_est),
+	IBST_CASE(notify_path_mig),
+	IBST_CASE(lap_apr_dropped_on_roce),
+	IBST_CASE(lap_event_alt_path_and_qp_attr),
+	IBST_CASE(lap_repeat_counted_and_dropped),
+	IBST_CASE(lap_mra_sent_and_repeated),
+	IBST_CASE(lap_outside_established_dropped),
+	IBST_CASE(lap_unaddressable_path_leaves_no_ref),
+	IBST_CASE(apr_without_our_lap_dropped),
+	IBST_CASE(stale_req_rejected),
+	IBST_CASE(stale_rep_rejected),
+	IBST_CASE(sidr_req_without_listener_unsupported),
+	IBST_CASE(sidr_req_event_fields_and_rep_sent),
+	IBST_CASE(sidr_req_unanswered_rejected),
+	IBST_CASE(dup_sidr_req_counted_and_dropped),
+	IBST_CASE(sidr_rep_event_fields_and_unknown_dropped),
+	IBST_CASE(drop_on_rtu_destroys_and_disconnects),
+	IBST_CASE(drop_on_dreq_destroys_and_answers),
+	IBST_CASE(drop_on_lap_destroys),
+	IBST_CASE(drop_on_user_established_destroys),
+	IBST_CASE(drop_on_timewait_exit_destroys),
+	IBST_CASE(drop_on_dreq_error_destroys),
+	IBST_CASE(shared_listener_race),
+	IBST_CASE(receive_path_fuzzed),
 	{}
 };
 

@@ -1571,7 +1571,7 @@ static void f_case_end(void)
 	f_failures = 0;
 }
 
-static void f_case_keepers_open(void)
+static void fuzz_keepers_open(void)
 {
 	int i;
 
@@ -1595,7 +1595,7 @@ static void f_case_keepers_open(void)
 	f_case_end();
 }
 
-static void f_case_fuzz(void)
+static void fuzz_mux_demux_clean(void)
 {
 	unsigned long start = jiffies, next_slot = 0;
 	u32 r;
@@ -1625,7 +1625,7 @@ static void f_case_fuzz(void)
 	f_case_end();
 }
 
-static void f_case_keepers_mapped(void)
+static void fuzz_keepers_still_mapped(void)
 {
 	int i;
 
@@ -1636,7 +1636,7 @@ static void f_case_keepers_mapped(void)
 }
 
 /* each drop was counted once, for its slave or the device */
-static void f_case_drops(void)
+static void fuzz_drops_counted_once(void)
 {
 	unsigned long slaves = 0;
 	long got;
@@ -1663,7 +1663,7 @@ static void f_case_drops(void)
 	f_case_end();
 }
 
-static void f_case_empty(void)
+static void fuzz_cache_empty_after_timewait(void)
 {
 	memset(f_slot, 0, sizeof(f_slot));
 	pvcm_test_timewait = HZ / 10;
@@ -1672,7 +1672,7 @@ static void f_case_empty(void)
 }
 
 /* after all that, new connections of every kind still map */
-static void f_case_new(void)
+static void fuzz_new_connections_map(void)
 {
 	struct f_slot *c = &f_slot[0];
 	int kind, n;
@@ -1692,12 +1692,12 @@ static void f_case_new(void)
 }
 
 static const struct ibst_case f_cases[] = {
-	{ "fuzz_keepers_open", f_case_keepers_open },
-	{ "fuzz_mux_demux_clean", f_case_fuzz },
-	{ "fuzz_keepers_still_mapped", f_case_keepers_mapped },
-	{ "fuzz_drops_counted_once", f_case_drops },
-	{ "fuzz_cache_empty_after_timewait", f_case_empty },
-	{ "fuzz_new_connections_map", f_case_new },
+	IBST_CASE(fuzz_keepers_open),
+	IBST_CASE(fuzz_mux_demux_clean),
+	IBST_CASE(fuzz_keepers_still_mapped),
+	IBST_CASE(fuzz_drops_counted_once),
+	IBST_CASE(fuzz_cache_empty_after_timewait),
+	IBST_CASE(fuzz_new_connections_map),
 	{}
 };
 

@@ -241,7 +241,7 @@ static u8 t_state(u32 pv_cm_id)
 /* ---- cases --------------------------------------------------------------- */
 
 /* the VF opens and closes a connection; the remote answers */
-static void t_conn_active(void)
+static void conn_active_round_trip(void)
 {
 	const int s = 1;
 	struct ib_mad mad;
@@ -274,7 +274,7 @@ static void t_conn_active(void)
 }
 
 /* a remote peer connects to the VF and disconnects */
-static void t_conn_passive(void)
+static void conn_passive_round_trip(void)
 {
 	const int s = 2;
 	struct ib_mad mad;
@@ -311,7 +311,7 @@ static void t_conn_passive(void)
  * operand, so a second device hands out other ids for the same indices,
  * and no id is 0.
  */
-static void t_ids_per_device(void)
+static void pv_ids_differ_per_device(void)
 {
 	struct mlx4_dev *mdev2 = kzalloc(sizeof(*mdev2), GFP_KERNEL);
 	struct mlx4_ib_dev *dev2 = kzalloc(sizeof(*dev2), GFP_KERNEL);
@@ -340,7 +340,7 @@ out:
 }
 
 /* a released pv id stays reserved for TimeWait, then becomes free again */
-static void t_timewait(void)
+static void timewait_reserves_pv_id(void)
 {
 	const int s = 3;
 	int err;
@@ -367,7 +367,7 @@ static void t_timewait(void)
 }
 
 /* old leak: the remote rejects the VF's REQ */
-static void t_rej_in(void)
+static void remote_rej_releases(void)
 {
 	const int s = 4;
 	struct ib_mad mad;
@@ -384,7 +384,7 @@ static void t_rej_in(void)
 }
 
 /* the VF rejects after REQ/REP: its REJ ends the mapping */
-static void t_rej_out(void)
+static void vf_rej_after_req_rep_releases(void)
 {
 	const int s = 5;
 	struct ib_mad mad;
@@ -421,7 +421,7 @@ static void t_rej_out(void)
 }
 
 /* old race: DREQ, DREP, then the VF reuses its id for a new connection */
-static void t_dreq_reuse(void)
+static void dreq_drep_id_reuse(void)
 {
 	const int s = 6;
 	struct ib_mad mad;
@@ -458,7 +458,7 @@ static void t_dreq_reuse(void)
 }
 
 /* a reader's pin keeps the memory while the reaper frees the entry */
-static void t_pin_vs_reap(void)
+static void pinned_entry_outlives_reap(void)
 {
 	const int s = 4;
 	struct pvcm_entry *e;
@@ -491,7 +491,7 @@ static void t_pin_vs_reap(void)
 }
 
 /* connections that never reach RTU expire */
-static void t_never_rtu(void)
+static void never_rtu_expires(void)
 {
 	const int s = 7;
 	struct ib_mad mad;
@@ -515,7 +515,7 @@ static void t_never_rtu(void)
  * a REP (the peer answering late after an MRA, or the VF repeating its
  * REP) makes it pending again; an RTU, LAP or APR makes it established.
  */
-static void t_idle_revive(void)
+static void idle_expired_entry_revives(void)
 {
 	const int s = 13;
 	struct ib_mad mad;
@@ -570,7 +570,7 @@ static void t_idle_revive(void)
  * An idle-expired entry whose connection then ends (the peer's DREQ, the
  * VF's DREP) stays ended: a late LAP or RTU does not bring it back.
  */
-static void t_ended_idle_stays_ended(void)
+static void ended_idle_entry_stays_ended(void)
 {
 	const int s = 13;
 	struct ib_mad mad;
@@ -597,7 +597,7 @@ static void t_ended_idle_stays_ended(void)
 }
 
 /* SIDR: the request maps, the reply releases; the VF's replies pass */
-static void t_sidr(void)
+static void sidr_rep_releases(void)
 {
 	const int s = 8;
 	struct ib_mad mad;
@@ -628,7 +628,7 @@ static void t_sidr(void)
  * A VF's REJ with no mapping only passes as the rejection of a REQ, and
  * with local id 0: it cannot carry another VF's pv id to the peer.
  */
-static void t_rej_forged(void)
+static void vf_rej_unmapped_only_rejects_req(void)
 {
 	struct mlx4_ib_pvcm_stats before;
 	const int a = 6, b = 7;
@@ -673,7 +673,7 @@ static void t_rej_forged(void)
  * no peer yet.  Once delivered, the REQ can be answered, and later
  * answers must name the same requester.
  */
-static void t_answer_forged(void)
+static void vf_answers_only_delivered_req(void)
 {
 	struct mlx4_ib_pvcm_stats before;
 	const int a = 11, b = 12;
@@ -755,7 +755,7 @@ static void t_answer_forged(void)
  * the route it needed; a lower limit set at run time is reached two
  * routes per new one.
  */
-static void t_routes_per_vf(void)
+static void routes_cost_their_vf_only(void)
 {
 	unsigned int max = READ_ONCE(pvcm_max_routes);
 	const int a = 1, b = 2, c = 3, d = 4;
@@ -846,7 +846,7 @@ static void t_routes_per_vf(void)
 }
 
 /* a VF's SIDR_REP only answers a SIDR_REQ that was delivered to it */
-static void t_sidr_forged(void)
+static void vf_sidr_rep_only_for_delivered_req(void)
 {
 	const int a = 8, b = 9;
 	struct ib_mad mad;
@@ -881,7 +881,7 @@ static void t_sidr_forged(void)
  * REP (active VF) or REQ (passive VF), ends or changes a mapping, and a
  * repeated DREQ does not push the end of TimeWait out.
  */
-static void t_wire_peer_only(void)
+static void wire_teardown_only_from_peer(void)
 {
 	static const __be16 attrs[] = {
 		CM_DREQ_ATTR_ID, CM_DREP_ATTR_ID, CM_REJ_ATTR_ID,
@@ -984,7 +984,7 @@ static u32 t_out_raced(int slave, __be16 attr, u32 sl, u32 remote, int *err)
  * SIDR one: a stranger's REP that names the new (predictable) pv id before
  * the VF's MAD has left must not become the peer.
  */
-static void t_peer_known_before_published(void)
+static void peer_known_before_published(void)
 {
 	const int s = 11;
 	struct ib_mad mad;
@@ -1029,7 +1029,7 @@ static void t_peer_known_before_published(void)
 }
 
 /* RoCE: a MAD for the slave of its GID never acts on another's entry */
-static void t_roce_gid_slave(void)
+static void roce_demux_stays_with_gid_slave(void)
 {
 	const int a = 11, b = 12;
 	struct ib_mad mad, orig;
@@ -1061,7 +1061,7 @@ static void t_roce_gid_slave(void)
 }
 
 /* a (slave, sl_cm_id) allocated again: the old entry keeps its release */
-static void t_realloc(void)
+static void realloc_no_orphan(void)
 {
 	const int s = 9;
 	struct pvcm_entry *e;
@@ -1096,7 +1096,7 @@ static void t_realloc(void)
 }
 
 /* a VF reset cleans that VF only, and not what it creates afterwards */
-static void t_clean_slave(void)
+static void per_slave_clean(void)
 {
 	const int a = 10, b = 11;
 	unsigned long flags;
@@ -1136,7 +1136,7 @@ static void t_clean_slave(void)
 }
 
 /* the diagnostic lookup names the VF and its own id, TimeWait included */
-static void t_lookup(void)
+static void lookup_names_vf_and_id(void)
 {
 	const int a = 12, b = 13;
 	int err, slave = -1;
@@ -1183,7 +1183,7 @@ static void t_lookup(void)
  * the clean's work ran, is one for the restarted VF: the work must not
  * forget it, or the VF's answer is dropped.  Found by the fuzzer.
  */
-static void t_clean_keeps_new_routes(void)
+static void clean_keeps_later_routes(void)
 {
 	const int s = 13;
 	struct ib_mad mad;
@@ -1216,7 +1216,7 @@ static void t_clean_keeps_new_routes(void)
 }
 
 /* a VF at its cap is refused; the other VFs are not */
-static void t_cap(void)
+static void per_vf_cap(void)
 {
 	struct mlx4_ib_pvcm_stats st, before = t_stats(12);
 	const int a = 12, b = 13;
@@ -1257,7 +1257,7 @@ static void t_cap(void)
  * A VF at its cap that resets gets its cap back at once: the TimeWait
  * entries of its earlier life do not count, up to twice the cap.
  */
-static void t_cap_after_reset(void)
+static void cap_fresh_after_vf_reset(void)
 {
 	unsigned long timewait = pvcm_test_timewait, pending = pvcm_test_pending;
 	unsigned int old = pvcm_max_per_vf;
@@ -1298,7 +1298,7 @@ static void t_cap_after_reset(void)
 }
 
 /* REJ(timeout) from two remote peers that use the same comm id */
-static void t_rej_timeout_route(void)
+static void rej_timeout_two_peers(void)
 {
 	const int a = 14, b = 15;
 	__be64 ga = T_PEER_GUID_A, gb = T_PEER_GUID_B;
@@ -1338,7 +1338,7 @@ static void t_rej_timeout_route(void)
  * pvcm_pending_timeout takes 1 s up to a day: 0 would expire every
  * connection at once, and larger values overflow the jiffies deadline.
  */
-static void t_pending_timeout_param(void)
+static void pending_timeout_param_validated(void)
 {
 	static const char * const bad[] = {
 		"0", "86401", "4294967295", "99999999999", "-1", "x", "",
@@ -1364,7 +1364,7 @@ static void t_pending_timeout_param(void)
  * A VF's REJ(timeout) for an id that has no mapping creates none: no peer
  * knows a pv id for it, so nothing could route it back.
  */
-static void t_rej_timeout_unmapped(void)
+static void vf_rej_timeout_unmapped_maps_nothing(void)
 {
 	struct mlx4_ib_pvcm_stats before;
 	__be64 guid = T_PEER_GUID_A;
@@ -1381,7 +1381,7 @@ static void t_rej_timeout_unmapped(void)
 }
 
 /* malformed and unexpected MADs are dropped with an error and counted */
-static void t_malformed(void)
+static void malformed_dropped_counted(void)
 {
 	const int s = 3;
 	struct mlx4_ib_pvcm_stats before = t_stats(s), after;
@@ -1432,7 +1432,7 @@ static void t_malformed(void)
 }
 
 /* fail every allocation of the multiplex and demux paths in turn */
-static void t_fail_nth(void)
+static void fail_nth_multiplex(void)
 {
 	const int s = 2;
 	struct ib_mad mad;
@@ -1503,7 +1503,7 @@ static int t_nth_mux(int slave, struct ib_mad *mad, unsigned int nth,
 	return err;
 }
 
-static void t_kernel_fail_nth(void)
+static void kernel_fail_nth_mux_demux(void)
 {
 	const int s = 3;
 	unsigned int n, failed = 0;
@@ -1605,7 +1605,7 @@ static void t_expire_slave(int slave)
  * A clean makes the slave's entries stale for good: 256 cleans in all (a
  * u8 epoch wraps there) do not bring its entry in TimeWait back to life.
  */
-static void t_epoch_wrap(void)
+static void epoch_wrap_keeps_stale(void)
 {
 	unsigned long timewait = pvcm_test_timewait;
 	struct ib_mad mad;
@@ -1640,7 +1640,7 @@ static void t_epoch_wrap(void)
  * out of range (negative, as an int, for 2^31 and up) cleans nothing, is
  * counted and never reaches the full teardown, even with interrupts off.
  */
-static void t_clean_bad_slave(void)
+static void clean_bad_slave_cleans_nothing(void)
 {
 	static const int bad[] = { -1, INT_MIN, MLX4_MFUNC_MAX, INT_MAX };
 	long before = atomic_long_read(&t_pv->bad_cleans);
@@ -1672,7 +1672,7 @@ static void t_clean_bad_slave(void)
  * A clean and the reaper walk hundreds of entries of one slave: they let
  * go of pv->lock every PVCM_BATCH entries and still handle every one.
  */
-static void t_batches(void)
+static void clean_and_reap_in_batches(void)
 {
 	unsigned long timewait = pvcm_test_timewait, pending = pvcm_test_pending;
 	int breaks = atomic_read(&pvcm_test_breaks);
@@ -1719,7 +1719,7 @@ static void t_batches(void)
 }
 
 /* counters per slave and per device, and their debugfs home */
-static void t_counters(void)
+static void counters_and_debugfs(void)
 {
 	struct mlx4_ib_pvcm_stats st;
 	struct dentry *d;
@@ -1828,7 +1828,7 @@ static int t_clean_thread(void *arg)
 	return 0;
 }
 
-static void t_stress(void)
+static void stress_mux_demux_clean(void)
 {
 	struct t_worker w[5] = {
 		{ .slave = 1 }, { .slave = 2 }, { .slave = 3 },
@@ -1864,44 +1864,44 @@ static void t_stress(void)
 /* ---- runner ------------------------------------------------------------ */
 
 static const struct ibst_case t_cases[] = {
-	{ "conn_active_round_trip", t_conn_active },
-	{ "conn_passive_round_trip", t_conn_passive },
-	{ "pv_ids_differ_per_device", t_ids_per_device },
-	{ "timewait_reserves_pv_id", t_timewait },
-	{ "remote_rej_releases", t_rej_in },
-	{ "vf_rej_after_req_rep_releases", t_rej_out },
-	{ "dreq_drep_id_reuse", t_dreq_reuse },
-	{ "pinned_entry_outlives_reap", t_pin_vs_reap },
-	{ "never_rtu_expires", t_never_rtu },
-	{ "idle_expired_entry_revives", t_idle_revive },
-	{ "ended_idle_entry_stays_ended", t_ended_idle_stays_ended },
-	{ "sidr_rep_releases", t_sidr },
-	{ "vf_rej_unmapped_only_rejects_req", t_rej_forged },
-	{ "vf_answers_only_delivered_req", t_answer_forged },
-	{ "routes_cost_their_vf_only", t_routes_per_vf },
-	{ "vf_sidr_rep_only_for_delivered_req", t_sidr_forged },
-	{ "wire_teardown_only_from_peer", t_wire_peer_only },
-	{ "peer_known_before_published", t_peer_known_before_published },
-	{ "roce_demux_stays_with_gid_slave", t_roce_gid_slave },
-	{ "realloc_no_orphan", t_realloc },
-	{ "per_slave_clean", t_clean_slave },
-	{ "lookup_names_vf_and_id", t_lookup },
-	{ "clean_keeps_later_routes", t_clean_keeps_new_routes },
-	{ "per_vf_cap", t_cap },
-	{ "cap_fresh_after_vf_reset", t_cap_after_reset },
-	{ "rej_timeout_two_peers", t_rej_timeout_route },
-	{ "malformed_dropped_counted", t_malformed },
-	{ "pending_timeout_param_validated", t_pending_timeout_param },
-	{ "vf_rej_timeout_unmapped_maps_nothing", t_rej_timeout_unmapped },
-	{ "fail_nth_multiplex", t_fail_nth },
+	IBST_CASE(conn_active_round_trip),
+	IBST_CASE(conn_passive_round_trip),
+	IBST_CASE(pv_ids_differ_per_device),
+	IBST_CASE(timewait_reserves_pv_id),
+	IBST_CASE(remote_rej_releases),
+	IBST_CASE(vf_rej_after_req_rep_releases),
+	IBST_CASE(dreq_drep_id_reuse),
+	IBST_CASE(pinned_entry_outlives_reap),
+	IBST_CASE(never_rtu_expires),
+	IBST_CASE(idle_expired_entry_revives),
+	IBST_CASE(ended_idle_entry_stays_ended),
+	IBST_CASE(sidr_rep_releases),
+	IBST_CASE(vf_rej_unmapped_only_rejects_req),
+	IBST_CASE(vf_answers_only_delivered_req),
+	IBST_CASE(routes_cost_their_vf_only),
+	IBST_CASE(vf_sidr_rep_only_for_delivered_req),
+	IBST_CASE(wire_teardown_only_from_peer),
+	IBST_CASE(peer_known_before_published),
+	IBST_CASE(roce_demux_stays_with_gid_slave),
+	IBST_CASE(realloc_no_orphan),
+	IBST_CASE(per_slave_clean),
+	IBST_CASE(lookup_names_vf_and_id),
+	IBST_CASE(clean_keeps_later_routes),
+	IBST_CASE(per_vf_cap),
+	IBST_CASE(cap_fresh_after_vf_reset),
+	IBST_CASE(rej_timeout_two_peers),
+	IBST_CASE(malformed_dropped_counted),
+	IBST_CASE(pending_timeout_param_validated),
+	IBST_CASE(vf_rej_timeout_unmapped_maps_nothing),
+	IBST_CASE(fail_nth_multiplex),
 #ifdef CONFIG_FAULT_INJECTION
-	{ "kernel_fail_nth_mux_demux", t_kernel_fail_nth },
+	IBST_CASE(kernel_fail_nth_mux_demux),
 #endif
-	{ "counters_and_debugfs", t_counters },
-	{ "clean_and_reap_in_batches", t_batches },
-	{ "epoch_wrap_keeps_stale", t_epoch_wrap },
-	{ "clean_bad_slave_cleans_nothing", t_clean_bad_slave },
-	{ "stress_mux_demux_clean", t_stress },
+	IBST_CASE(counters_and_debugfs),
+	IBST_CASE(clean_and_reap_in_batches),
+	IBST_CASE(epoch_wrap_keeps_stale),
+	IBST_CASE(clean_bad_slave_cleans_nothing),
+	IBST_CASE(stress_mux_demux_clean),
 	{}
 };
 
