@@ -637,12 +637,19 @@ static bool rx_pdata_is(const struct rx_event *e, char tag)
 /* ------------------------------------------------------------------ */
 /* Connections this side accepts (passive)                             */
 
+/*
+ * @lap and @dev_refs are set by rx_established() only: LAP/APR were
+ * switched on for the connection, and the device references held before
+ * it was made.
+ */
 struct rx_passive {
 	struct rx_peer peer;
 	__be64 sid;
 	struct ib_cm_id *listen;
 	struct ib_cm_id *id;
 	u32 qpn;
+	bool lap;
+	long dev_refs;
 };
 
 /* Listen and receive the peer's REQ; ->id is the new cm_id. */
@@ -718,6 +725,54 @@ static void rx_passive_end(struct rx_passive *c)
 	c->listen = NULL;
 	rx_quiesce();
 	rx_forget_events();
+}
+
+/*
+ * ib_cm drops LAP and APR on RoCE ports; the test build's switch lets it
+ * take them on the test's port.  Off again at the end of each case, so
+ * that the other cases (lap_apr_dropped_on_roce) see the port as it
+ * normally is.
+ */
+static bool rx_lap_switch(bool on)
+{
+	return !cm_test_lap_on_roce(rx_dev, rx_port, on);
+}
+
+static long rx_dev_refs(void)
+{
+	return cm_test_dev_refs(rx_dev, rx_port);
+}
+
+/* ------------------------------------------------------------------ */
+/* Fixture: a connection the peer established                          */
+
+/*
+ * Most cases start from a connection the peer set up with this side (its
+ * REQ, our REP, its RTU), the LAP/APR cases with the port switched to take
+ * LAPs (@lap).  True when it is ESTABLISHED and the case can go on; a
+ * case ends it with rx_established_end() whether or not it was.
+ */
+static bool rx_established(struct rx_passive *c, bool lap)
+{
+	long refs;
+
+	if (lap)
+		IBST_EXPECT(rx_lap_switch(true));
+	refs = rx_dev_refs();
+	IBST_EXPECT(rx_passive_connect(c));
+	c->lap = lap;
+	c->dev_refs = refs;
+	return !ibst_case_failed();
+}
+
+/* Undo rx_established(), however far it got. */
+static void rx_established_end(struct rx_passive *c)
+{
+	bool lap = c->lap;
+
+	rx_passive_end(c);
+	if (lap)
+		IBST_EXPECT(rx_lap_switch(false));
 }
 
 /* ------------------------------------------------------------------ */
@@ -1023,8 +1078,7 @@ static void dreq_rcvd_dups_and_drep_repeated(void)
 	struct rx_event e = {};
 	long dups, drep;
 
-	IBST_EXPECT(rx_passive_connect(&c));
-	if (ibst_case_failed())
+	if (!rx_established(&c, false))
 		goto out;
 	rx_quiesce();
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID);
@@ -1057,7 +1111,7 @@ static void dreq_rcvd_dups_and_drep_repeated(void)
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_DREQ_RECEIVED, NULL), 1);
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_TIMEWAIT);
 out:
-	rx_passive_end(&c);
+	rx_established_end(&c);
 }
 
 /* A DREQ for an ID that does not exist is answered with a DREP. */
@@ -1091,8 +1145,7 @@ static void req_in_timewait_is_new_connection(void)
 	struct rx_event e = {};
 	long dups, rej;
 
-	IBST_EXPECT(rx_passive_connect(&c));
-	if (ibst_case_failed())
+	if (!rx_established(&c, false))
 		goto out;
 	IBST_EXPECT_EQ(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'D'), 0);
 	cm_test_flush();
@@ -1116,7 +1169,7 @@ static void req_in_timewait_is_new_connection(void)
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_TX, CM_REJ_ATTR_ID), rej);
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_TIMEWAIT);
 out:
-	rx_passive_end(&c);
+	rx_established_end(&c);
 }
 
 /* The peer's REP with its private data and ECE; repeats get our RTU. */
@@ -1373,8 +1426,7 @@ static void lap_apr_dropped_on_roce(void)
 	struct cmc_path alt;
 	long lap, apr;
 
-	IBST_EXPECT(rx_passive_connect(&c));
-	if (ibst_case_failed())
+	if (!rx_established(&c, false))
 		goto out;
 	lap = rx_ctr(CM_CTR_RX, CM_LAP_ATTR_ID);
 	apr = rx_ctr(CM_CTR_RX, CM_APR_ATTR_ID);
@@ -1389,27 +1441,11 @@ static void lap_apr_dropped_on_roce(void)
 	IBST_EXPECT_EQ(c.id->lap_state, IB_CM_LAP_UNINIT);
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_ESTABLISHED);
 out:
-	rx_passive_end(&c);
+	rx_established_end(&c);
 }
 
 /* ------------------------------------------------------------------ */
 /* LAP/APR with the port switched to take them                         */
-
-/*
- * ib_cm drops LAP and APR on RoCE ports; the test build's switch lets it
- * take them on the test's port.  Off again at the end of each case, so
- * that the other cases (lap_apr_dropped_on_roce) see the port as it
- * normally is.
- */
-static bool rx_lap_switch(bool on)
-{
-	return !cm_test_lap_on_roce(rx_dev, rx_port, on);
-}
-
-static long rx_dev_refs(void)
-{
-	return cm_test_dev_refs(rx_dev, rx_port);
-}
 
 static unsigned int rx_id_refs(struct ib_cm_id *id)
 {
@@ -1452,9 +1488,7 @@ static void lap_event_alt_path_and_qp_attr(void)
 	long refs = -1;
 	int mask = 0;
 
-	IBST_EXPECT(rx_lap_switch(true));
-	IBST_EXPECT(rx_passive_connect(&c));
-	if (ibst_case_failed())
+	if (!rx_established(&c, true))
 		goto out;
 	rx_quiesce();
 	refs = rx_dev_refs();
@@ -1506,8 +1540,9 @@ static void lap_repeat_counted_and_dropped(void)
 	struct cmc_path alt;
 	long dups, mra;
 
-	IBST_EXPECT(rx_lap_switch(true));
-	IBST_EXPECT(rx_passive_connect(&c) && rx_lap_first(&c, &e));
+	if (!rx_established(&c, true))
+		goto out;
+	IBST_EXPECT(rx_lap_first(&c, &e));
 	if (ibst_case_failed())
 		goto out;
 	rx_quiesce();
@@ -1522,8 +1557,7 @@ static void lap_repeat_counted_and_dropped(void)
 	/* Nothing to repeat: the consumer sent no MRA. */
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID), mra);
 out:
-	rx_passive_end(&c);
-	IBST_EXPECT(rx_lap_switch(false));
+	rx_established_end(&c);
 }
 
 /*
@@ -1539,9 +1573,7 @@ static void lap_mra_sent_and_repeated(void)
 	struct cmc_path alt;
 	long dups, mra, back;
 
-	IBST_EXPECT(rx_lap_switch(true));
-	IBST_EXPECT(rx_passive_connect(&c));
-	if (ibst_case_failed())
+	if (!rx_established(&c, true))
 		goto out;
 	IBST_EXPECT_EQ(ib_send_cm_mra(c.id, 18, NULL, 0), -EINVAL);
 	IBST_EXPECT(rx_lap_first(&c, &e));
@@ -1570,8 +1602,7 @@ static void lap_mra_sent_and_repeated(void)
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_LAP_RECEIVED, NULL), 1);
 	IBST_EXPECT_EQ(c.id->lap_state, IB_CM_MRA_LAP_SENT);
 out:
-	rx_passive_end(&c);
-	IBST_EXPECT(rx_lap_switch(false));
+	rx_established_end(&c);
 }
 
 /*
@@ -1638,9 +1669,7 @@ static void lap_unaddressable_path_leaves_no_ref(void)
 	unsigned int id_refs;
 	long refs = -1, rx;
 
-	IBST_EXPECT(rx_lap_switch(true));
-	IBST_EXPECT(rx_passive_connect(&c));
-	if (ibst_case_failed())
+	if (!rx_established(&c, true))
 		goto out;
 	rx_quiesce();
 	refs = rx_dev_refs();
@@ -1681,9 +1710,7 @@ static void apr_without_our_lap_dropped(void)
 	struct rx_event e = {};
 	long rx;
 
-	IBST_EXPECT(rx_lap_switch(true));
-	IBST_EXPECT(rx_passive_connect(&c));
-	if (ibst_case_failed())
+	if (!rx_established(&c, true))
 		goto out;
 	rx = rx_ctr(CM_CTR_RX, CM_APR_ATTR_ID);
 	IBST_EXPECT_EQ(rx_send_lap_apr(CM_APR_ATTR_ID, &c.peer, c.id), 0);
@@ -1700,8 +1727,7 @@ static void apr_without_our_lap_dropped(void)
 	IBST_EXPECT_EQ(c.id->lap_state, IB_CM_LAP_RCVD);
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_ESTABLISHED);
 out:
-	rx_passive_end(&c);
-	IBST_EXPECT(rx_lap_switch(false));
+	rx_established_end(&c);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1798,8 +1824,7 @@ static void drop_on_dreq_destroys_and_answers(void)
 	long refs = rx_dev_refs(), dreps = rx_ctr(CM_CTR_TX, CM_DREP_ATTR_ID);
 	struct rx_passive c;
 
-	IBST_EXPECT(rx_passive_connect(&c));
-	if (ibst_case_failed())
+	if (!rx_established(&c, false))
 		goto out;
 	rx_drop_on(IB_CM_DREQ_RECEIVED);
 	IBST_EXPECT_EQ(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'x'), 0);
@@ -1807,7 +1832,7 @@ static void drop_on_dreq_destroys_and_answers(void)
 		c.id = NULL;
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_DREP_ATTR_ID, dreps));
 out:
-	rx_passive_end(&c);
+	rx_established_end(&c);
 }
 
 /* Given back at a LAP (the LAP rules run through the test switch). */
@@ -1815,21 +1840,16 @@ static void drop_on_lap_destroys(void)
 {
 	struct rx_passive c;
 	struct cmc_path alt;
-	long refs;
 
-	IBST_EXPECT(rx_lap_switch(true));
-	refs = rx_dev_refs();
-	IBST_EXPECT(rx_passive_connect(&c));
-	if (ibst_case_failed())
+	if (!rx_established(&c, true))
 		goto out;
 	rx_drop_on(IB_CM_LAP_RECEIVED);
 	rx_lap_path(&alt);
 	IBST_EXPECT_EQ(rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'L'), 0);
-	if (rx_drop_done(c.id, IB_CM_LAP_RECEIVED, refs))
+	if (rx_drop_done(c.id, IB_CM_LAP_RECEIVED, c.dev_refs))
 		c.id = NULL;
 out:
-	rx_passive_end(&c);
-	IBST_EXPECT(rx_lap_switch(false));
+	rx_established_end(&c);
 }
 
 /* Given back when ib_cm_notify() establishes it. */
@@ -1997,8 +2017,7 @@ static void stale_req_rejected(void)
 	struct rx_peer again;
 	long rej;
 
-	IBST_EXPECT(rx_passive_connect(&c));
-	if (ibst_case_failed())
+	if (!rx_established(&c, false))
 		goto out;
 	rx_quiesce();
 	rej = rx_ctr(CM_CTR_TX, CM_REJ_ATTR_ID);
@@ -2019,7 +2038,7 @@ static void stale_req_rejected(void)
 	IBST_EXPECT(rx_state(c.id) == IB_CM_DREQ_SENT ||
 		    rx_count(c.id, IB_CM_DREP_RECEIVED, NULL) == 1);
 out:
-	rx_passive_end(&c);
+	rx_established_end(&c);
 }
 
 /* The same for a REP: refuse it, disconnect the old connection. */
