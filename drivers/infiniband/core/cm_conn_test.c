@@ -42,6 +42,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "ib_selftest.h"
+#include "cm_test_utils.h"
 
 /* How long an event that must come is waited for (TCG guests are slow). */
 #define CC_WAIT_MS		15000
@@ -65,7 +66,7 @@
 #define CC_RETRIES		15
 /* The MRA's service timeout: 2^(20 - 8) ms, about 4 s. */
 #define CC_MRA_TIMEOUT		20
-#define CC_PDATA		8
+#define CC_PDATA		CMT_PDATA
 #define CC_ARI_LEN		5
 #define CC_MAX_EVENTS		48
 #define CC_ANY			(-1)
@@ -236,16 +237,12 @@ static struct cc_conn cc_conns[2];
 /* Eight bytes of private data that say which message carried them. */
 static void cc_tag(u8 *buf, char tag)
 {
-	memcpy(buf, "cc-test", 7);
-	buf[7] = tag;
+	cmt_tag(buf, "cc-test", tag);
 }
 
 static bool cc_pdata_is(const struct cc_event *e, char tag)
 {
-	u8 want[CC_PDATA];
-
-	cc_tag(want, tag);
-	return e->has_pdata && !memcmp(e->pdata, want, CC_PDATA);
+	return cmt_tagged(e->has_pdata, e->pdata, "cc-test", tag);
 }
 
 static void cc_note_req(struct cc_event *e,
@@ -311,10 +308,7 @@ static void cc_note(struct cc_event *e, struct ib_cm_id *id,
 	e->type = ev->event;
 	e->state = READ_ONCE(id->state);
 	e->at = ktime_get();
-	if (ev->private_data) {
-		e->has_pdata = true;
-		memcpy(e->pdata, ev->private_data, CC_PDATA);
-	}
+	cmt_note_pdata(&e->has_pdata, e->pdata, ev);
 	switch (ev->event) {
 	case IB_CM_REQ_RECEIVED:
 		cc_note_req(e, &ev->param.req_rcvd);
@@ -478,7 +472,7 @@ static bool cc_wait(const struct cc_conn *c, const struct ib_cm_id *id,
 
 static enum ib_cm_state cc_state(const struct ib_cm_id *id)
 {
-	return READ_ONCE(id->state);
+	return cmt_state(id);
 }
 
 static struct ib_cm_id *cc_passive(struct cc_conn *c)
@@ -2172,78 +2166,22 @@ static void drop_on_sidr_req_error(void)
 /* ------------------------------------------------------------------ */
 /* Device                                                              */
 
-/*
- * The first active RoCE v2 port with a CM, and its IPv4 GID when it has
- * one (that is the address the guests' tools use).
- */
-static int cc_pick_port(struct ib_device *dev)
-{
-	const struct ib_gid_attr *attr, *best = NULL;
-	struct ib_port_attr pa;
-	u32 p;
-	int i;
-
-	rdma_for_each_port(dev, p) {
-		if (!rdma_protocol_roce(dev, p) || !rdma_cap_ib_cm(dev, p) ||
-		    ib_query_port(dev, p, &pa) || pa.state != IB_PORT_ACTIVE)
-			continue;
-		for (i = 0; i < pa.gid_tbl_len; i++) {
-			attr = rdma_get_gid_attr(dev, p, i);
-			if (IS_ERR(attr))
-				continue;
-			if (attr->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
-			    (!best ||
-			     (ipv6_addr_v4mapped((void *)attr->gid.raw) &&
-			      !ipv6_addr_v4mapped((void *)best->gid.raw))))
-				swap(attr, best);
-			if (attr)
-				rdma_put_gid_attr(attr);
-		}
-		if (best) {
-			cc_dev = dev;
-			cc_port = p;
-			cc_gid = best;
-			return 0;
-		}
-	}
-	return -EOPNOTSUPP;
-}
-
-static int cc_add_one(struct ib_device *dev)
-{
-	return cc_dev ? -EOPNOTSUPP : cc_pick_port(dev);
-}
-
-static void cc_remove_one(struct ib_device *dev, void *data)
-{
-}
-
-static struct ib_client cc_client = {
-	.name = "ib_cm_conn_test",
-	.add = cc_add_one,
-	.remove = cc_remove_one,
-};
-
 static void cc_teardown(void)
 {
-	if (cc_gid)
-		rdma_put_gid_attr(cc_gid);
 	cc_gid = NULL;
-	ib_unregister_client(&cc_client);
+	cmt_port_put();
 	cc_dev = NULL;
 }
 
 static int cc_setup(void)
 {
-	int ret = ib_register_client(&cc_client);
+	int ret = cmt_port_get("ib_cm_conn_test");
 
 	if (ret)
 		return ret;
-	if (!cc_dev) {
-		ibst_diag("no active RoCE port with a CM (modprobe rdma_rxe; rdma link add)");
-		ret = -ENODEV;
-		goto fail;
-	}
+	cc_dev = cmt_port.dev;
+	cc_port = cmt_port.port;
+	cc_gid = cmt_port.gid;
 	ret = rdma_read_gid_l2_fields(cc_gid, NULL, cc_mac);
 	if (!ret)
 		ret = ib_find_cached_pkey(cc_dev, cc_port, 0xffff,

@@ -56,13 +56,14 @@
 /* KUnit would run the cases before fuzz_iterations and fuzz_seed are set */
 #define IBST_KTAP_ONLY
 #include "ib_selftest.h"
+#include "cm_test_utils.h"
 
 #include <linux/prandom.h>
 
 MODULE_IMPORT_NS(IB_CM_TEST);
 
 #define RX_MAD_SIZE	256
-#define RX_PDATA	8
+#define RX_PDATA	CMT_PDATA
 #define RX_MAX_EVENTS	32
 /* How long answers and late events are waited for. */
 #define RX_WAIT_MS	5000
@@ -143,10 +144,7 @@ static void rx_note(struct rx_event *e, const struct ib_cm_event *ev)
 		&ev->param.sidr_rep_rcvd;
 
 	lockdep_assert_held(&rx_lock);
-	if (ev->private_data) {
-		e->has_pdata = true;
-		memcpy(e->pdata, ev->private_data, RX_PDATA);
-	}
+	cmt_note_pdata(&e->has_pdata, e->pdata, ev);
 	switch (ev->event) {
 	case IB_CM_REQ_RECEIVED:
 		e->listen_id = req->listen_id;
@@ -320,7 +318,7 @@ static bool rx_ctr_rises(unsigned int group, __be16 attr, long old)
 
 static enum ib_cm_state rx_state(struct ib_cm_id *id)
 {
-	return READ_ONCE(id->state);
+	return cmt_state(id);
 }
 
 /* Wait until @id is no longer in @st; true when it left. */
@@ -364,8 +362,7 @@ static __be64 rx_sid(void)
 /* Eight bytes of private data that say which message carried them. */
 static void rx_pdata(u8 *buf, char tag)
 {
-	memcpy(buf, "rx-test", 7);
-	buf[7] = tag;
+	cmt_tag(buf, "rx-test", tag);
 }
 
 static int rx_inject(const void *mad)
@@ -628,10 +625,7 @@ static int rx_send_sidr_rep(u32 request_id, u8 status, u32 qpn, u32 qkey,
 
 static bool rx_pdata_is(const struct rx_event *e, char tag)
 {
-	u8 want[RX_PDATA];
-
-	rx_pdata(want, tag);
-	return e->has_pdata && !memcmp(e->pdata, want, RX_PDATA);
+	return cmt_tagged(e->has_pdata, e->pdata, "rx-test", tag);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2689,74 +2683,15 @@ out:
 /* ------------------------------------------------------------------ */
 /* Device                                                              */
 
-/* The first RoCE port that runs a CM, and its IPv4 GID when it has one. */
-static int rx_pick_port(struct ib_device *dev)
-{
-	const struct ib_gid_attr *attr, *best = NULL;
-	struct ib_port_attr pa;
-	u32 p;
-	int i;
-
-	rdma_for_each_port(dev, p) {
-		if (!rdma_protocol_roce(dev, p) || !rdma_cap_ib_cm(dev, p) ||
-		    ib_query_port(dev, p, &pa) || pa.state != IB_PORT_ACTIVE)
-			continue;
-		for (i = 0; i < pa.gid_tbl_len; i++) {
-			attr = rdma_get_gid_attr(dev, p, i);
-			if (IS_ERR(attr))
-				continue;
-			if (attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP) {
-				rdma_put_gid_attr(attr);
-				continue;
-			}
-			if (!best) {
-				best = attr;
-			} else if (ipv6_addr_v4mapped((void *)attr->gid.raw) &&
-				   !ipv6_addr_v4mapped((void *)best->gid.raw)) {
-				rdma_put_gid_attr(best);
-				best = attr;
-			} else {
-				rdma_put_gid_attr(attr);
-			}
-		}
-		if (best) {
-			rx_dev = dev;
-			rx_port = p;
-			rx_gid = best;
-			return 0;
-		}
-	}
-	return -EOPNOTSUPP;
-}
-
-static int rx_add_one(struct ib_device *dev)
-{
-	if (rx_dev)
-		return -EOPNOTSUPP;
-	return rx_pick_port(dev);
-}
-
-static void rx_remove_one(struct ib_device *dev, void *data)
-{
-}
-
-static struct ib_client rx_client = {
-	.name = "ib_cm_rx_test",
-	.add = rx_add_one,
-	.remove = rx_remove_one,
-};
-
 static int cm_rx_setup(void)
 {
-	int ret = ib_register_client(&rx_client);
+	int ret = cmt_port_get("ib_cm_rx_test");
 
 	if (ret)
 		return ret;
-	if (!rx_dev) {
-		ibst_diag("no active RoCE port with a CM (modprobe rdma_rxe; rdma link add)");
-		ib_unregister_client(&rx_client);
-		return -ENODEV;
-	}
+	rx_dev = cmt_port.dev;
+	rx_port = cmt_port.port;
+	rx_gid = cmt_port.gid;
 	ibst_diag("%s port %u, GID %pI6", dev_name(&rx_dev->dev), rx_port,
 		  rx_gid->gid.raw);
 	/* The made-up peer: our GID with another last byte. */
@@ -2769,9 +2704,8 @@ static void cm_rx_teardown(void)
 {
 	/* Drops the device reference a case that stopped half-way left on. */
 	cm_test_lap_on_roce(rx_dev, rx_port, false);
-	rdma_put_gid_attr(rx_gid);
 	rx_gid = NULL;
-	ib_unregister_client(&rx_client);
+	cmt_port_put();
 	rx_dev = NULL;
 }
 
