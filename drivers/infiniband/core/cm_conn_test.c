@@ -551,6 +551,95 @@ static void cc_counter_is(const char *group, const char *msg, long want)
 }
 
 /* ------------------------------------------------------------------ */
+/* What a failed case prints                                           */
+
+/*
+ * The cm_ids of @c, unless one may be the CM's to destroy (a drop is
+ * armed or happened): then only where they were.
+ */
+static void cc_dump_conn(unsigned int k, struct cc_conn *c)
+{
+	struct ib_cm_id *ids[3];
+	static const char *const what[] = { "listener", "active", "passive" };
+	unsigned long flags;
+	bool dropping;
+	int i;
+
+	spin_lock_irqsave(&cc_lock, flags);
+	ids[0] = c->listen;
+	ids[1] = c->act;
+	ids[2] = c->pas;
+	dropping = c->drop || c->dropped;
+	spin_unlock_irqrestore(&cc_lock, flags);
+	for (i = 0; i < ARRAY_SIZE(ids); i++) {
+		if (!ids[i])
+			continue;
+		if (dropping)
+			ibst_diag("dump: conn %u %s %p (a drop is armed or done)",
+				  k, what[i], ids[i]);
+		else
+			ibst_diag("dump: conn %u %s %p: %s", k, what[i], ids[i],
+				  cmt_state_name(cc_state(ids[i])));
+	}
+}
+
+/*
+ * The suite's dump, at a case's first failed check: the events so far
+ * (which side of which connection, the cm_id's state when it got it),
+ * the connections' cm_ids and the port's counters that are not 0.
+ */
+static void cc_dump(void)
+{
+	static const char *const groups[] = {
+		"cm_tx_msgs", "cm_tx_retries", "cm_rx_msgs", "cm_rx_duplicates",
+	};
+	struct {
+		const struct cc_conn *conn;
+		const struct ib_cm_id *id;
+		u8 type;
+		u8 state;
+		bool dropped;
+	} ev[CC_MAX_EVENTS];
+	long v[ARRAY_SIZE(groups)];
+	unsigned int i, j, n;
+	unsigned long flags;
+	bool lost, any;
+
+	spin_lock_irqsave(&cc_lock, flags);
+	n = cc_nevents;
+	lost = cc_lost;
+	for (i = 0; i < n; i++) {
+		ev[i].conn = cc_events[i].conn;
+		ev[i].id = cc_events[i].id;
+		ev[i].type = cc_events[i].type;
+		ev[i].state = cc_events[i].state;
+		ev[i].dropped = cc_events[i].dropped;
+	}
+	spin_unlock_irqrestore(&cc_lock, flags);
+	ibst_diag("dump: %u event(s)%s", n, lost ? ", later ones lost" : "");
+	for (i = 0; i < n; i++)
+		ibst_diag("dump: event %u: %s to conn %d %s %p in %s%s", i,
+			  cmt_event_name(ev[i].type),
+			  ev[i].conn ? (int)(ev[i].conn - cc_conns) : -1,
+			  ev[i].conn && ev[i].id == ev[i].conn->act ?
+			  "active" : "other", ev[i].id,
+			  cmt_state_name(ev[i].state),
+			  ev[i].dropped ? ", given back" : "");
+	for (i = 0; i < ARRAY_SIZE(cc_conns); i++)
+		cc_dump_conn(i, &cc_conns[i]);
+	for (i = 0; i < ARRAY_SIZE(cmt_msg_names); i++) {
+		any = false;
+		for (j = 0; j < ARRAY_SIZE(groups); j++) {
+			v[j] = cc_counter(groups[j], cmt_msg_names[i]);
+			any |= v[j] != 0;
+		}
+		if (any)
+			ibst_diag("dump: %s: sent %ld, resent %ld, received %ld, duplicates %ld",
+				  cmt_msg_names[i], v[0], v[1], v[2], v[3]);
+	}
+}
+
+/* ------------------------------------------------------------------ */
 /* QP attributes                                                       */
 
 /* QPs of this type issue requests that RDMA reads and atomics may answer. */
@@ -2193,6 +2282,7 @@ static int cc_setup(void)
 	ibst_diag("%s port %u, GID %pI6, MAC %pM, ACK delay %u",
 		  dev_name(&cc_dev->dev), cc_port, cc_gid->gid.raw, cc_mac,
 		  cc_dev->attrs.local_ca_ack_delay);
+	ibst_set_dump(cc_dump);
 	return 0;
 fail:
 	cc_teardown();

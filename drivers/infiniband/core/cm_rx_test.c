@@ -88,6 +88,8 @@ static u8 *rx_capture;
 struct rx_event {
 	struct ib_cm_id *id;
 	enum ib_cm_event_type type;
+	/* the cm_id's state while the handler ran */
+	enum ib_cm_state state;
 	bool has_pdata;
 	u8 pdata[RX_PDATA];
 	struct ib_cm_id *listen_id;
@@ -205,6 +207,7 @@ static int rx_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 		memset(e, 0, sizeof(*e));
 		e->id = id;
 		e->type = ev->event;
+		e->state = cmt_state(id);
 		rx_note(e, ev);
 	}
 	if (ev->event == rx_drop_type) {
@@ -738,6 +741,81 @@ static long rx_dev_refs(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* What a failed case prints                                           */
+
+/* The connection of the running case's fixture (rx_established()). */
+static struct rx_passive *rx_fx;
+
+/* A cm_id of the fixture, unless it was given back to the CM. */
+static void rx_dump_id(const char *what, struct ib_cm_id *id)
+{
+	unsigned long flags;
+	bool given;
+
+	if (!id)
+		return;
+	spin_lock_irqsave(&rx_lock, flags);
+	given = id == rx_dropped;
+	spin_unlock_irqrestore(&rx_lock, flags);
+	if (given) {
+		ibst_diag("dump: fixture %s %p: given back to the CM", what, id);
+		return;
+	}
+	ibst_diag("dump: fixture %s %p: %s, lap_state %d, local id %#x, remote id %#x",
+		  what, id, cmt_state_name(rx_state(id)), id->lap_state,
+		  be32_to_cpu(id->local_id), be32_to_cpu(id->remote_id));
+}
+
+/*
+ * The suite's dump, at a case's first failed check: the events the
+ * consumer got so far (with the cm_id's state when it got each), the
+ * cm_ids of the case's fixture, how many cm_ids ib_cm has and how many
+ * references its device holds, and the port's counters that are not 0.
+ */
+static void rx_dump(void)
+{
+	struct {
+		struct ib_cm_id *id;
+		u8 type;
+		u8 state;
+	} ev[RX_MAX_EVENTS];
+	long tx, retries, rx, dups;
+	unsigned long flags;
+	unsigned int i, n;
+	__be16 attr;
+
+	spin_lock_irqsave(&rx_lock, flags);
+	n = rx_nevents;
+	for (i = 0; i < n; i++) {
+		ev[i].id = rx_events[i].id;
+		ev[i].type = rx_events[i].type;
+		ev[i].state = rx_events[i].state;
+	}
+	spin_unlock_irqrestore(&rx_lock, flags);
+	ibst_diag("dump: %u event(s)", n);
+	for (i = 0; i < n; i++)
+		ibst_diag("dump: event %u: %s to %p in %s", i,
+			  cmt_event_name(ev[i].type), ev[i].id,
+			  cmt_state_name(ev[i].state));
+	if (rx_fx) {
+		rx_dump_id("listener", rx_fx->listen);
+		rx_dump_id("cm_id", rx_fx->id);
+	}
+	ibst_diag("dump: ib_cm has %lu cm_id(s); %ld device reference(s)",
+		  cm_test_id_count(), cm_test_dev_refs(rx_dev, rx_port));
+	for (i = 0; i < CMC_ATTR_COUNT; i++) {
+		attr = cpu_to_be16(CMC_ATTR_BASE + i);
+		tx = rx_ctr(CM_CTR_TX, attr);
+		retries = rx_ctr(CM_CTR_TX_RETRIES, attr);
+		rx = rx_ctr(CM_CTR_RX, attr);
+		dups = rx_ctr(CM_CTR_RX_DUPS, attr);
+		if (tx || retries || rx || dups)
+			ibst_diag("dump: %s: sent %ld, resent %ld, received %ld, duplicates %ld",
+				  cmt_msg_names[i], tx, retries, rx, dups);
+	}
+}
+
+/* ------------------------------------------------------------------ */
 /* Fixture: a connection the peer established                          */
 
 /*
@@ -756,6 +834,7 @@ static bool rx_established(struct rx_passive *c, bool lap)
 	IBST_EXPECT(rx_passive_connect(c));
 	c->lap = lap;
 	c->dev_refs = refs;
+	rx_fx = c;
 	return !ibst_case_failed();
 }
 
@@ -764,6 +843,7 @@ static void rx_established_end(struct rx_passive *c)
 {
 	bool lap = c->lap;
 
+	rx_fx = NULL;
 	rx_passive_end(c);
 	if (lap)
 		IBST_EXPECT(rx_lap_switch(false));
@@ -2697,6 +2777,7 @@ static int cm_rx_setup(void)
 	/* The made-up peer: our GID with another last byte. */
 	rx_far_gid = rx_gid->gid;
 	rx_far_gid.raw[15] ^= 0x5a;
+	ibst_set_dump(rx_dump);
 	return 0;
 }
 

@@ -161,6 +161,15 @@ static void cmt_note_pdata(bool *has, u8 *pdata, const struct ib_cm_event *ev)
 /* ------------------------------------------------------------------ */
 /* States and events, for what a failed case prints                    */
 
+/*
+ * The CM messages in the order of their attribute IDs (IBTA 0x0010 on),
+ * named as the port's counters in sysfs are.
+ */
+static const char *const cmt_msg_names[] __maybe_unused = {
+	"req", "mra", "rej", "rep", "rtu", "dreq", "drep",
+	"sidr_req", "sidr_rep", "lap", "apr",
+};
+
 static enum ib_cm_state cmt_state(const struct ib_cm_id *id)
 {
 	return READ_ONCE(id->state);
