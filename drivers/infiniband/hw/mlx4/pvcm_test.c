@@ -1905,6 +1905,62 @@ static const struct ibst_case t_cases[] = {
 	{}
 };
 
+/* How many entries of the cache a failed case prints. */
+#define T_DUMP_MAX	16
+
+/*
+ * The suite's dump, at a case's first failed check: the cache's
+ * counters and its first T_DUMP_MAX entries by pv_cm_id (read under RCU,
+ * which keeps them from being freed; a case may be changing them).
+ */
+static void t_dump(void)
+{
+	static const char *const states[] = {
+		[PVCM_PENDING] = "PENDING",
+		[PVCM_ESTABLISHED] = "ESTABLISHED",
+		[PVCM_TIMEWAIT] = "TIMEWAIT",
+		[PVCM_DEAD] = "DEAD",
+	};
+	struct {
+		u32 pv, slave, sl, remote;
+		u8 state, indexed, sidr, idle;
+	} d[T_DUMP_MAX];
+	struct mlx4_ib_pvcm_stats st = t_stats(-1);
+	unsigned int i, n = 0, total = 0;
+	struct pvcm_entry *e;
+	unsigned long idx;
+
+	ibst_diag("dump: cache: %llu live, %llu in TimeWait, %llu routes",
+		  st.live, st.timewait, st.routes);
+	ibst_diag("dump: %llu allocated, %llu freed, %llu dropped, %llu at a cap",
+		  st.allocated, st.freed, st.dropped, st.cap_hits);
+	rcu_read_lock();
+	xa_for_each(&t_pv->pv_ids, idx, e) {
+		if (n < T_DUMP_MAX) {
+			d[n].pv = READ_ONCE(e->pv_cm_id);
+			d[n].slave = READ_ONCE(e->key.slave);
+			d[n].sl = READ_ONCE(e->key.sl_cm_id);
+			d[n].remote = READ_ONCE(e->remote_id);
+			d[n].state = READ_ONCE(e->state);
+			d[n].indexed = READ_ONCE(e->indexed);
+			d[n].sidr = READ_ONCE(e->sidr);
+			d[n].idle = READ_ONCE(e->idle);
+			n++;
+		}
+		total++;
+	}
+	rcu_read_unlock();
+	ibst_diag("dump: %u entr%s by pv_cm_id%s", total,
+		  total == 1 ? "y" : "ies", total > n ? ", the first ones:" : "");
+	for (i = 0; i < n; i++)
+		ibst_diag("dump: pv %#x: VF %u id %#x, remote %#x, %s%s%s%s",
+			  d[i].pv, d[i].slave, d[i].sl, d[i].remote,
+			  d[i].state < ARRAY_SIZE(states) ?
+			  states[d[i].state] : "?",
+			  d[i].indexed ? ", indexed" : "",
+			  d[i].sidr ? ", SIDR" : "", d[i].idle ? ", idle" : "");
+}
+
 static int t_setup(void)
 {
 	BUILD_BUG_ON(sizeof(struct pvcm_entry) > 56);
@@ -1924,6 +1980,7 @@ static int t_setup(void)
 		mlx4_ib_cm_destroy();
 		goto err;
 	}
+	ibst_set_dump(t_dump);
 	return 0;
 err:
 	if (t_dev)
