@@ -1431,35 +1431,142 @@ static void malformed_dropped_counted(void)
 	t_settle();
 }
 
+/* ------------------------------------------------------------------ */
+/* Fail-nth sweeps                                                     */
+
+/**
+ * struct t_nth_kind - a kind of fault point a sweep arms
+ * @name: for the report of a sweep that never ends
+ * @arm: make the @nth fault point met from now on fail
+ * @disarm: disarm; true when the armed fault point was met (and failed)
+ */
+struct t_nth_kind {
+	const char *name;
+	void (*arm)(unsigned int nth);
+	bool (*disarm)(void);
+};
+
+/**
+ * struct t_nth - one fail-nth sweep
+ * @kind: the fault points it arms
+ * @step: one step: makes its input, runs the operation under test with
+ *	T_NTH_ARMED() and checks what the step must leave behind (nothing,
+ *	after a failure)
+ * @max: the sweep gives up, failing the case, after this many steps
+ * @nth: the running step's number: its @nth fault point fails
+ * @injected: the running step's operation met its fault point
+ *
+ * A sweep embeds this in a struct of its own, which @step gets back with
+ * container_of().
+ */
+struct t_nth {
+	const struct t_nth_kind *kind;
+	void (*step)(struct t_nth *t);
+	unsigned int max;
+	unsigned int nth;
+	bool injected;
+};
+
+/*
+ * T_NTH_ARMED() - evaluate @op with the step's fault point armed
+ * @t: the sweep
+ * @op: the operation under test, an int expression
+ *
+ * Only @op runs armed, not what the step does to set it up or to check
+ * it.  Records in @t whether the fault point was met.
+ */
+#define T_NTH_ARMED(t, op) ({						\
+	struct t_nth *__t_nth = (t);					\
+	int __t_ret;							\
+									\
+	__t_nth->kind->arm(__t_nth->nth);				\
+	__t_ret = (op);							\
+	__t_nth->injected = __t_nth->kind->disarm();			\
+	__t_ret;							\
+})
+
+/*
+ * Run @t's step for nth = 1, 2, ... until a step's operation meets no
+ * armed fault point: nth is then one more than the fault points on its
+ * path.  Returns that nth, or @t->max + 1 when every step met one.
+ */
+static unsigned int t_fail_nth_sweep(struct t_nth *t)
+{
+	for (t->nth = 1; t->nth <= t->max; t->nth++) {
+		t->injected = false;
+		t->step(t);
+		if (!t->injected)
+			return t->nth;
+	}
+	IBST_FAIL("%s: a fault met at each of %u steps", t->kind->name,
+		  t->max);
+	return t->nth;
+}
+
+/* The PV-CM cache's own allocation sites (pvcm_test_fail_nth). */
+static void t_nth_arm_cache(unsigned int nth)
+{
+	atomic_set(&pvcm_test_fail_nth, nth);
+}
+
+static bool t_nth_disarm_cache(void)
+{
+	return !atomic_xchg(&pvcm_test_fail_nth, 0);
+}
+
+static const struct t_nth_kind t_nth_cache = {
+	.name = "pvcm_test_fail_nth",
+	.arm = t_nth_arm_cache,
+	.disarm = t_nth_disarm_cache,
+};
+
+/* A REQ from a VF, multiplexed while allocations fail in turn. */
+struct t_nth_mux {
+	struct t_nth t;
+	int slave;
+	unsigned int failures;
+	u32 pv;
+};
+
+static void t_nth_mux_cache_step(struct t_nth *t)
+{
+	struct t_nth_mux *m = container_of(t, struct t_nth_mux, t);
+	struct ib_mad mad;
+	int err;
+
+	t_mad(&mad, CM_REQ_ATTR_ID, 0xf00 + t->nth, 0);
+	err = T_NTH_ARMED(t, t_mux(m->slave, &mad));
+	if (!t->injected) {
+		/* fewer allocation sites than nth: it must succeed */
+		IBST_EXPECT_EQ(err, 0);
+		m->pv = t_local(&mad);
+		return;
+	}
+	m->failures++;
+	IBST_EXPECT_EQ(err, -ENOMEM);
+	IBST_EXPECT_EQ(t_local(&mad), 0xf00 + t->nth);
+	IBST_EXPECT_EQ(t_stats(m->slave).live, 0);
+	rcu_barrier();
+	IBST_EXPECT_EQ(atomic_long_read(&pvcm_objects), 0);
+	IBST_EXPECT(xa_empty(&t_pv->pv_ids));
+}
+
 /* fail every allocation of the multiplex and demux paths in turn */
 static void fail_nth_multiplex(void)
 {
-	const int s = 2;
+	struct t_nth_mux m = {
+		.t = { .kind = &t_nth_cache, .step = t_nth_mux_cache_step,
+		       .max = 10 },
+		.slave = 2,
+	};
+	const int s = m.slave;
 	struct ib_mad mad;
-	int n, err, to, failures = 0;
-	u32 pv = 0;
+	unsigned int n;
+	int err, to;
 
-	for (n = 1; n <= 10; n++) {
-		atomic_set(&pvcm_test_fail_nth, n);
-		t_mad(&mad, CM_REQ_ATTR_ID, 0xf00 + n, 0);
-		err = t_mux(s, &mad);
-		if (atomic_read(&pvcm_test_fail_nth)) {
-			/* fewer allocation sites than n: it must succeed */
-			IBST_EXPECT_EQ(err, 0);
-			pv = t_local(&mad);
-			atomic_set(&pvcm_test_fail_nth, 0);
-			break;
-		}
-		failures++;
-		IBST_EXPECT_EQ(err, -ENOMEM);
-		IBST_EXPECT_EQ(t_local(&mad), 0xf00 + n);
-		IBST_EXPECT_EQ(t_stats(s).live, 0);
-		rcu_barrier();
-		IBST_EXPECT_EQ(atomic_long_read(&pvcm_objects), 0);
-		IBST_EXPECT(xa_empty(&t_pv->pv_ids));
-	}
-	IBST_EXPECT_EQ(failures, 3);	/* entry, pv id, index */
-	IBST_EXPECT_NE(pv, 0);
+	n = t_fail_nth_sweep(&m.t);
+	IBST_EXPECT_EQ(m.failures, 3);	/* entry, pv id, index */
+	IBST_EXPECT_NE(m.pv, 0);
 	t_out(s, CM_DREQ_ATTR_ID, 0xf00 + n, 0, &err);
 	IBST_EXPECT_EQ(err, 0);
 
@@ -1482,7 +1589,7 @@ static void fail_nth_multiplex(void)
 
 #ifdef CONFIG_FAULT_INJECTION
 /*
- * The same sweep with the kernel's own fail-nth (current->fail_nth, the
+ * The same sweeps with the kernel's own fail-nth (current->fail_nth, the
  * counter behind /proc/<pid>/fail-nth): every allocation the multiplex
  * path makes, including the XArray's and the rhashtable's internal ones,
  * fails in turn until a REQ gets through with nothing injected.  Sleeping
@@ -1491,77 +1598,106 @@ static void fail_nth_multiplex(void)
  * either fails the REQ and leaves nothing behind, or, when the failed
  * allocation had a fallback, passes it with a complete entry.
  */
-static int t_nth_mux(int slave, struct ib_mad *mad, unsigned int nth,
-		     bool *injected)
+static void t_nth_arm_kernel(unsigned int nth)
 {
+	current->fail_nth = nth;
+}
+
+static bool t_nth_disarm_kernel(void)
+{
+	bool injected = !current->fail_nth;
+
+	current->fail_nth = 0;
+	return injected;
+}
+
+static const struct t_nth_kind t_nth_kernel = {
+	.name = "current->fail_nth",
+	.arm = t_nth_arm_kernel,
+	.disarm = t_nth_disarm_kernel,
+};
+
+static void t_nth_mux_kernel_step(struct t_nth *t)
+{
+	struct t_nth_mux *m = container_of(t, struct t_nth_mux, t);
+	struct ib_mad mad;
 	int err;
 
-	current->fail_nth = nth;
-	err = t_mux(slave, mad);
-	*injected = !current->fail_nth;
-	current->fail_nth = 0;
-	return err;
+	t_mad(&mad, CM_REQ_ATTR_ID, 0xe000 + t->nth, 0);
+	err = T_NTH_ARMED(t, t_mux(m->slave, &mad));
+	if (!t->injected) {
+		IBST_EXPECT_EQ(err, 0);
+		IBST_EXPECT_EQ(t_stats(m->slave).live, 1);
+		return;
+	}
+	if (err) {
+		m->failures++;
+		IBST_EXPECT_EQ(t_local(&mad), 0xe000 + t->nth);
+		IBST_EXPECT_EQ(t_stats(m->slave).live, 0);
+	} else {
+		IBST_EXPECT_EQ(t_stats(m->slave).live, 1);
+		mlx4_ib_cm_paravirt_clean(t_dev, m->slave);
+		t_settle();
+	}
+}
+
+/*
+ * An incoming REQ: its REJ(timeout) route is best effort, the route of
+ * its answer is not.  A REQ is delivered exactly when the VF will be able
+ * to answer it; otherwise it is dropped (and sent again).
+ */
+struct t_nth_dmx {
+	struct t_nth t;
+	int slave;
+	unsigned int failures;
+	int err;
+};
+
+static void t_nth_dmx_kernel_step(struct t_nth *t)
+{
+	struct t_nth_dmx *d = container_of(t, struct t_nth_dmx, t);
+	struct ib_mad mad;
+	int to;
+
+	t_req_in(&mad, 0xe800 + t->nth, T_PEER_GUID_A, d->slave);
+	d->err = T_NTH_ARMED(t, t_dmx(&mad, &to));
+	if (d->err) {
+		d->failures++;
+		IBST_EXPECT_EQ(d->err, -ENOMEM);
+	}
+	IBST_EXPECT_EQ(pvcm_req_delivered(t_pv, T_PORT, 0xe800 + t->nth,
+					  d->slave),
+		       !d->err);
 }
 
 static void kernel_fail_nth_mux_demux(void)
 {
-	const int s = 3;
-	unsigned int n, failed = 0;
-	struct ib_mad mad;
-	bool injected;
-	int err, to;
+	struct t_nth_mux m = {
+		.t = { .kind = &t_nth_kernel, .step = t_nth_mux_kernel_step,
+		       .max = 1000 },
+		.slave = 3,
+	};
+	struct t_nth_dmx d = {
+		.t = { .kind = &t_nth_kernel, .step = t_nth_dmx_kernel_step,
+		       .max = 1000 },
+		.slave = 3,
+	};
+	unsigned int n;
 
-	for (n = 1; n <= 1000; n++) {
-		t_mad(&mad, CM_REQ_ATTR_ID, 0xe000 + n, 0);
-		err = t_nth_mux(s, &mad, n, &injected);
-		if (!injected) {
-			IBST_EXPECT_EQ(err, 0);
-			IBST_EXPECT_EQ(t_stats(s).live, 1);
-			break;
-		}
-		if (err) {
-			failed++;
-			IBST_EXPECT_EQ(t_local(&mad), 0xe000 + n);
-			IBST_EXPECT_EQ(t_stats(s).live, 0);
-		} else {
-			IBST_EXPECT_EQ(t_stats(s).live, 1);
-			mlx4_ib_cm_paravirt_clean(t_dev, s);
-			t_settle();
-		}
-	}
+	n = t_fail_nth_sweep(&m.t);
 	ibst_diag("%u allocation(s) on the path, %u failed the REQ", n - 1,
-		  failed);
+		  m.failures);
 	IBST_EXPECT_GT(n, 1);
 	IBST_EXPECT_LE(n, 1000);
-	mlx4_ib_cm_paravirt_clean(t_dev, s);
+	mlx4_ib_cm_paravirt_clean(t_dev, m.slave);
 	t_settle();
 
-	/*
-	 * An incoming REQ: its REJ(timeout) route is best effort, the route
-	 * of its answer is not.  A REQ is delivered exactly when the VF will
-	 * be able to answer it; otherwise it is dropped (and sent again).
-	 */
-	failed = 0;
-	for (n = 1; n <= 1000; n++) {
-		t_req_in(&mad, 0xe800 + n, T_PEER_GUID_A, s);
-		current->fail_nth = n;
-		err = t_dmx(&mad, &to);
-		injected = !current->fail_nth;
-		current->fail_nth = 0;
-		if (err) {
-			failed++;
-			IBST_EXPECT_EQ(err, -ENOMEM);
-		}
-		IBST_EXPECT_EQ(pvcm_req_delivered(t_pv, T_PORT, 0xe800 + n, s),
-			       !err);
-		if (!injected)
-			break;
-	}
+	n = t_fail_nth_sweep(&d.t);
 	ibst_diag("%u allocation(s) on the REQ's path, %u dropped it", n - 1,
-		  failed);
-	IBST_EXPECT_EQ(err, 0);
+		  d.failures);
+	IBST_EXPECT_EQ(d.err, 0);
 	IBST_EXPECT_LE(n, 1000);
-	mlx4_ib_cm_paravirt_clean(t_dev, s);
+	mlx4_ib_cm_paravirt_clean(t_dev, d.slave);
 	t_settle();
 	rcu_barrier();
 	IBST_EXPECT_EQ(atomic_long_read(&pvcm_objects), 0);
