@@ -1883,6 +1883,62 @@ static void counters_and_debugfs(void)
 	t_settle();
 }
 
+/*
+ * The device's hardware counters are the device totals, under the names
+ * the descriptor table gives them, and a cache being torn down reads as
+ * gone, not as whatever its slaves hold.
+ */
+static void hw_counters_are_the_totals(void)
+{
+	u64 v[MLX4_IB_PVCM_HW_STATS];
+	struct mlx4_ib_pvcm_stats st;
+	int i, j, err;
+
+	for (i = 0; i < MLX4_IB_PVCM_HW_STATS; i++) {
+		const char *name = mlx4_ib_pvcm_hw_stat_descs[i].name;
+
+		IBST_EXPECT_NOT_NULL(name);
+		if (!name)
+			continue;
+		IBST_EXPECT_EQ(strncmp(name, "pvcm_", 5), 0);
+		for (j = 0; j < i; j++)
+			IBST_EXPECT_STRNE(name,
+					  mlx4_ib_pvcm_hw_stat_descs[j].name);
+	}
+
+	t_out(1, CM_REQ_ATTR_ID, 0xe01, 0, &err);
+	t_out(2, CM_REQ_ATTR_ID, 0xe02, 0, &err);
+	t_out(2, CM_DREQ_ATTR_ID, 0xe02, 0, &err);
+	mlx4_ib_pvcm_hw_stats(t_dev, v);
+	st = t_stats(-1);
+	IBST_EXPECT_EQ(v[MLX4_IB_PVCM_HW_LIVE], st.live);
+	IBST_EXPECT_EQ(v[MLX4_IB_PVCM_HW_TIMEWAIT], st.timewait);
+	IBST_EXPECT_EQ(v[MLX4_IB_PVCM_HW_ALLOCATED], st.allocated);
+	IBST_EXPECT_EQ(v[MLX4_IB_PVCM_HW_FREED], st.freed);
+	IBST_EXPECT_EQ(v[MLX4_IB_PVCM_HW_DROPPED], st.dropped);
+	IBST_EXPECT_EQ(v[MLX4_IB_PVCM_HW_CAP_HITS], st.cap_hits);
+	IBST_EXPECT_EQ(v[MLX4_IB_PVCM_HW_ROUTES], st.routes);
+	IBST_EXPECT_EQ(v[MLX4_IB_PVCM_HW_LIVE], 1);
+	IBST_EXPECT_EQ(v[MLX4_IB_PVCM_HW_TIMEWAIT], 1);
+
+	/* what a sysfs read sees once teardown has begun */
+	spin_lock(&t_pv->lock);
+	t_pv->dying = true;
+	spin_unlock(&t_pv->lock);
+	IBST_EXPECT_EQ(mlx4_ib_pvcm_get_stats(t_dev, -1, &st), -ENODEV);
+	mlx4_ib_pvcm_hw_stats(t_dev, v);
+	IBST_EXPECT_EQ(v[MLX4_IB_PVCM_HW_LIVE], 0);
+	IBST_EXPECT_EQ(v[MLX4_IB_PVCM_HW_ALLOCATED], 0);
+	spin_lock(&t_pv->lock);
+	t_pv->dying = false;
+	/* a reaper run meanwhile could not re-arm itself */
+	pvcm_arm(t_pv, jiffies);
+	spin_unlock(&t_pv->lock);
+
+	t_out(1, CM_DREQ_ATTR_ID, 0xe01, 0, &err);
+	t_settle();
+}
+
 /* ---- stress ---------------------------------------------------------- */
 
 struct t_worker {
@@ -2034,6 +2090,7 @@ static const struct ibst_case t_cases[] = {
 	IBST_CASE(kernel_fail_nth_mux_demux),
 #endif
 	IBST_CASE(counters_and_debugfs),
+	IBST_CASE(hw_counters_are_the_totals),
 	IBST_CASE(clean_and_reap_in_batches),
 	IBST_CASE(epoch_wrap_keeps_stale),
 	IBST_CASE(clean_bad_slave_cleans_nothing),
