@@ -2,8 +2,8 @@
 /*
  * Test-only fault injection for ib_cm's own allocation sites.
  *
- * In a test build (IB_CM_FAULT_INJECT, set by Kbuild for
- * CONFIG_INFINIBAND_CM_TEST) every site where ib_cm allocates on the
+ * With the test hooks (IB_CM_TEST_HOOKS, set by Kbuild for
+ * CONFIG_INFINIBAND_CM_TEST_HOOKS) every site where ib_cm allocates on the
  * connect, accept, reject, disconnect and SIDR paths asks cm_fault()
  * first and, when it answers true, behaves as if the allocation had
  * failed.  So does each step of adding a device that can fail: the
@@ -18,7 +18,7 @@
 
 #include <linux/types.h>
 
-#ifdef IB_CM_FAULT_INJECT
+#ifdef IB_CM_TEST_HOOKS
 bool cm_fault(void);
 void cm_fault_init(void);
 void cm_fault_exit(void);

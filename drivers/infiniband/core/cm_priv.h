@@ -306,12 +306,13 @@ void cm_tw_drain(void);
 
 /*
  * cm_test_hook.c: asked by cm.c when a LAP or APR arrives on a RoCE port,
- * and for the GID attribute to build a LAP's alternate path with.  Only a
- * test build of ib_cm.ko (IB_CM_TEST_HOOK, set by Kbuild) has the switch
- * behind them (cm_test_lap_on_roce()); in any other build the answers are
- * constants: "no" and "none".
+ * and for the GID attribute to build a LAP's alternate path with.  Only
+ * ib_cm.ko built with its test hooks (IB_CM_TEST_HOOKS, set by Kbuild for
+ * CONFIG_INFINIBAND_CM_TEST_HOOKS) has the switch behind them
+ * (cm_test_lap_on_roce()); in any other build the answers are constants:
+ * "no" and "none".
  */
-#ifdef IB_CM_TEST_HOOK
+#ifdef IB_CM_TEST_HOOKS
 bool cm_test_lap_as_ib(const struct cm_port *port);
 const struct ib_gid_attr *
 cm_test_lap_sgid_attr(const struct cm_port *port, const union ib_gid *sgid,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * Test-only hooks of ib_cm.ko, linked in only with CONFIG_INFINIBAND_CM_TEST.
+ * Test hooks of ib_cm.ko, linked in only with CONFIG_INFINIBAND_CM_TEST_HOOKS.
  *
  * cm_test_inject() hands a CM MAD built by a test to the port's receive
  * handler as if the MAD layer had just received it over RoCE, so that the

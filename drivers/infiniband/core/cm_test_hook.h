@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
- * Test-only entry points of ib_cm.ko (built with CONFIG_INFINIBAND_CM_TEST):
- * let a self-test module feed synthetic CM MADs into the receive path and
+ * Test-only entry points of ib_cm.ko, present only with
+ * CONFIG_INFINIBAND_CM_TEST_HOOKS (never on a production system): let a
+ * self-test module feed synthetic CM MADs into the receive path and
  * observe the per-port counters, and arm the allocation fault hook
- * (cm_fault.c).  Exported in the IB_CM_TEST namespace.
+ * (cm_fault.h).  Exported in the IB_CM_TEST namespace.
  */
 #ifndef IB_CM_TEST_HOOK_H
 #define IB_CM_TEST_HOOK_H
