@@ -232,19 +232,25 @@ static int cm_draft_from_path(struct sa_path_rec *path,
 
 	ret = ib_find_cached_pkey(port->dev->ibdev, port->num,
 				  be16_to_cpu(path->pkey), &pkey_index);
-	if (!ret)
-		ret = cm_fault() ? -ENOMEM :
-		      ib_init_ah_attr_from_path(port->dev->ibdev, port->num,
-						path, &d->ah_attr, sgid_attr);
-	if (ret) {
-		cm_dev_put(port->dev);
-		return ret;
+	if (ret)
+		goto put;
+	if (cm_should_fail()) {
+		ret = -ENOMEM;
+		goto put;
 	}
+	ret = ib_init_ah_attr_from_path(port->dev->ibdev, port->num, path,
+					&d->ah_attr, sgid_attr);
+	if (ret)
+		goto put;
 	d->port = port;
 	d->pkey_index = pkey_index;
 	d->timeout = path->packet_life_time + 1;
 	d->valid = true;
 	return 0;
+
+put:
+	cm_dev_put(port->dev);
+	return ret;
 }
 
 /* May sleep: AH attributes to answer whoever sent @rwc. */
@@ -254,8 +260,9 @@ static int cm_draft_from_wc(struct cm_port *port, struct ib_mad_recv_wc *rwc,
 	int ret;
 
 	memset(d, 0, sizeof(*d));
-	ret = cm_fault() ? -ENOMEM :
-	      ib_init_ah_attr_from_wc(port->dev->ibdev, port->num, rwc->wc,
+	if (cm_should_fail())
+		return -ENOMEM;
+	ret = ib_init_ah_attr_from_wc(port->dev->ibdev, port->num, rwc->wc,
 				      rwc->recv_buf.grh, &d->ah_attr);
 	if (ret)
 		return ret;
@@ -285,17 +292,22 @@ static struct ib_mad_send_buf *cm_msg_wrap(struct cm_port *port,
 		cm_agent_unpin(port);
 		return ERR_CAST(ah);
 	}
-	msg = cm_fault() ? ERR_PTR(-ENOMEM) :
-	      ib_create_send_mad(agent, rqpn, pkey_index, 0, IB_MGMT_MAD_HDR,
-				 IB_MGMT_MAD_DATA, gfp, IB_MGMT_BASE_VERSION);
-	if (IS_ERR(msg)) {
-		rdma_destroy_ah(ah, gfpflags_allow_blocking(gfp) ?
-				RDMA_DESTROY_AH_SLEEPABLE : 0);
-		cm_agent_unpin(port);
-		return msg;
+	if (cm_should_fail()) {
+		msg = ERR_PTR(-ENOMEM);
+		goto err;
 	}
+	msg = ib_create_send_mad(agent, rqpn, pkey_index, 0, IB_MGMT_MAD_HDR,
+				 IB_MGMT_MAD_DATA, gfp, IB_MGMT_BASE_VERSION);
+	if (IS_ERR(msg))
+		goto err;
 	msg->ah = ah;
 	msg->context[0] = NULL;
+	return msg;
+
+err:
+	rdma_destroy_ah(ah, gfpflags_allow_blocking(gfp) ?
+			RDMA_DESTROY_AH_SLEEPABLE : 0);
+	cm_agent_unpin(port);
 	return msg;
 }
 
@@ -309,16 +321,20 @@ static struct ib_mad_send_buf *cm_id_msg(struct cm_id_private *priv)
 	struct cm_port *port = cm_av_port(priv, &priv->av);
 	struct ib_mad_send_buf *msg;
 	struct ib_mad_agent *agent;
+	struct ib_ah *ah;
 
 	if (!port)
 		return ERR_PTR(-EINVAL);
 	agent = cm_agent_pin(port);
 	if (!agent)
 		return ERR_PTR(-ENODEV);
-	msg = cm_msg_wrap(port, agent, cm_fault() ? ERR_PTR(-ENOMEM) :
-			  rdma_create_ah(agent->qp->pd, &priv->av.ah_attr, 0),
-			  priv->id.remote_cm_qpn, priv->av.pkey_index,
-			  GFP_ATOMIC);
+	if (cm_should_fail()) {
+		cm_agent_unpin(port);
+		return ERR_PTR(-ENOMEM);
+	}
+	ah = rdma_create_ah(agent->qp->pd, &priv->av.ah_attr, 0);
+	msg = cm_msg_wrap(port, agent, ah, priv->id.remote_cm_qpn,
+			  priv->av.pkey_index, GFP_ATOMIC);
 	if (IS_ERR(msg))
 		return msg;
 	msg->retries = priv->max_cm_retries;
@@ -336,14 +352,18 @@ static struct ib_mad_send_buf *cm_reply_msg(struct cm_port *port,
 					    struct ib_mad_recv_wc *rwc)
 {
 	struct ib_mad_agent *agent;
+	struct ib_ah *ah;
 
 	agent = cm_agent_pin(port);
 	if (!agent)
 		return ERR_PTR(-ENODEV);
-	return cm_msg_wrap(port, agent, cm_fault() ? ERR_PTR(-ENOMEM) :
-			   ib_create_ah_from_wc(agent->qp->pd, rwc->wc,
-						rwc->recv_buf.grh, port->num),
-			   1, rwc->wc->pkey_index, GFP_KERNEL);
+	if (cm_should_fail()) {
+		cm_agent_unpin(port);
+		return ERR_PTR(-ENOMEM);
+	}
+	ah = ib_create_ah_from_wc(agent->qp->pd, rwc->wc, rwc->recv_buf.grh,
+				  port->num);
+	return cm_msg_wrap(port, agent, ah, 1, rwc->wc->pkey_index, GFP_KERNEL);
 }
 
 static struct cm_port *cm_msg_port(struct ib_mad_send_buf *msg)
@@ -534,7 +554,7 @@ static struct cm_job *cm_job_alloc(gfp_t gfp, unsigned int paths)
 {
 	struct cm_job *job;
 
-	if (cm_fault())
+	if (cm_should_fail())
 		return NULL;
 	job = kmalloc(struct_size(job, path, paths), gfp);
 	if (!job)
@@ -813,6 +833,23 @@ static int cm_pick_service_id(struct cm_id_private *priv, __be64 service_id)
 /* ------------------------------------------------------------------ */
 /* ID creation and destruction                                         */
 
+/*
+ * A cm_id from the cache, cleared up to its own report job only: that job
+ * is set up when it is used (cm_send_finished()), and clearing it here
+ * would cost every connection, so this is not kmem_cache_zalloc().
+ */
+static struct cm_id_private *cm_id_alloc(void)
+{
+	struct cm_id_private *priv;
+
+	if (cm_should_fail())
+		return NULL;
+	priv = kmem_cache_alloc(cmg.id_cache, GFP_KERNEL);
+	if (priv)
+		memset(priv, 0, offsetof(struct cm_id_private, send_err_job));
+	return priv;
+}
+
 static struct cm_id_private *cm_id_new(struct ib_device *device,
 				       ib_cm_handler handler, void *context)
 {
@@ -820,11 +857,9 @@ static struct cm_id_private *cm_id_new(struct ib_device *device,
 	u32 index;
 	int ret;
 
-	priv = cm_fault() ? NULL : kmem_cache_alloc(cmg.id_cache, GFP_KERNEL);
+	priv = cm_id_alloc();
 	if (!priv)
 		return ERR_PTR(-ENOMEM);
-	/* The own report job is set up when it is used (cm_send_finished()). */
-	memset(priv, 0, offsetof(struct cm_id_private, send_err_job));
 
 	/* The creation reference; ib_destroy_cm_id() waits out the rest. */
 	refcount_set(&priv->refs, 1);
@@ -843,15 +878,20 @@ static struct cm_id_private *cm_id_new(struct ib_device *device,
 	RB_CLEAR_NODE(&priv->sidr_node);
 
 	/* Reserve the index now; the ID becomes visible in cm_id_publish(). */
-	ret = cm_fault() ? -ENOMEM :
-	      xa_alloc_cyclic(&cmg.ids, &index, NULL, xa_limit_32b,
-			      &cmg.id_next, GFP_KERNEL);
-	if (ret < 0) {
-		kmem_cache_free(cmg.id_cache, priv);
-		return ERR_PTR(ret);
+	if (cm_should_fail()) {
+		ret = -ENOMEM;
+		goto free;
 	}
+	ret = xa_alloc_cyclic(&cmg.ids, &index, NULL, xa_limit_32b,
+			      &cmg.id_next, GFP_KERNEL);
+	if (ret < 0)
+		goto free;
 	priv->id.local_id = cpu_to_be32(index ^ cmg.id_xor);
 	return priv;
+
+free:
+	kmem_cache_free(cmg.id_cache, priv);
+	return ERR_PTR(ret);
 }
 
 static void cm_id_publish(struct cm_id_private *priv)
@@ -885,7 +925,9 @@ static void *cm_dup_pdata(const void *data, u8 len)
 
 	if (!data || !len)
 		return NULL;
-	copy = cm_fault() ? NULL : kmemdup(data, len, GFP_KERNEL);
+	if (cm_should_fail())
+		return ERR_PTR(-ENOMEM);
+	copy = kmemdup(data, len, GFP_KERNEL);
 	return copy ? copy : ERR_PTR(-ENOMEM);
 }
 

@@ -56,19 +56,19 @@ static noinline void cm_fault_record(void)
 	unsigned long flags;
 
 	spin_lock_irqsave(&cm_fault_lock, flags);
-	/* Skip cm_fault_record() and cm_fault(): start at the site. */
+	/* Skip cm_fault_record() and cm_should_fail(): start at the site. */
 	cm_fault_frames = stack_trace_save(cm_fault_stack, CM_FAULT_FRAMES, 2);
 	spin_unlock_irqrestore(&cm_fault_lock, flags);
 }
 
 /**
- * cm_fault() - ask whether this allocation attempt is to fail
+ * cm_should_fail() - ask whether this allocation attempt is to fail
  *
  * Counts the attempt against the armed countdown.  Safe in any context.
  *
  * Return: true for the attempt that takes the countdown from 1 to 0.
  */
-bool cm_fault(void)
+bool cm_should_fail(void)
 {
 	struct task_struct *only = READ_ONCE(cm_fault_task);
 	int left = atomic_read(&cm_fail_nth);

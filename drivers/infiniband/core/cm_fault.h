@@ -4,7 +4,7 @@
  *
  * With the test hooks (IB_CM_TEST_HOOKS, set by Kbuild for
  * CONFIG_INFINIBAND_CM_TEST_HOOKS) every site where ib_cm allocates on the
- * connect, accept, reject, disconnect and SIDR paths asks cm_fault()
+ * connect, accept, reject, disconnect and SIDR paths asks cm_should_fail()
  * first and, when it answers true, behaves as if the allocation had
  * failed.  So does each step of adding a device that can fail: the
  * device's allocation and, per port, its counter groups, its MAD agent
@@ -19,11 +19,11 @@
 #include <linux/types.h>
 
 #ifdef IB_CM_TEST_HOOKS
-bool cm_fault(void);
+bool cm_should_fail(void);
 void cm_fault_init(void);
 void cm_fault_exit(void);
 #else
-static inline bool cm_fault(void)
+static inline bool cm_should_fail(void)
 {
 	return false;
 }

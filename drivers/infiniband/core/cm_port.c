@@ -139,15 +139,17 @@ static int cm_port_setup(struct cm_port *port)
 
 	set_bit(IB_MGMT_METHOD_SEND, reg.method_mask);
 
-	ret = cm_fault() ? -ENOMEM :
-	      ib_port_register_client_groups(ibdev, port->num,
+	if (cm_should_fail())
+		return -ENOMEM;
+	ret = ib_port_register_client_groups(ibdev, port->num,
 					     cm_counter_groups);
 	if (ret)
 		return ret;
 	port->groups_added = true;
 
-	agent = cm_fault() ? ERR_PTR(-ENOMEM) :
-		ib_register_mad_agent(ibdev, port->num, IB_QPT_GSI, &reg, 0,
+	if (cm_should_fail())
+		return -ENOMEM;
+	agent = ib_register_mad_agent(ibdev, port->num, IB_QPT_GSI, &reg, 0,
 				      cm_mad_send_handler, cm_mad_recv_handler,
 				      port, 0);
 	if (IS_ERR(agent))
@@ -157,7 +159,9 @@ static int cm_port_setup(struct cm_port *port)
 	write_unlock_irq(&port->dev->agent_lock);
 	port->active = true;
 
-	return cm_fault() ? -EIO : ib_modify_port(ibdev, port->num, 0, &set);
+	if (cm_should_fail())
+		return -EIO;
+	return ib_modify_port(ibdev, port->num, 0, &set);
 }
 
 /* Put @dev on cmg.devices, or take it off again. */
@@ -230,8 +234,9 @@ static int cm_add_one(struct ib_device *ibdev)
 	struct cm_device *dev;
 	int ret;
 
-	dev = cm_fault() ? NULL :
-	      kzalloc(struct_size(dev, port, nports), GFP_KERNEL);
+	if (cm_should_fail())
+		return -ENOMEM;
+	dev = kzalloc(struct_size(dev, port, nports), GFP_KERNEL);
 	if (!dev)
 		return -ENOMEM;
 	dev->ibdev = ibdev;

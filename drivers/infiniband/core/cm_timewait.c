@@ -87,8 +87,11 @@ static void cm_tw_timeout(struct work_struct *work)
 
 struct cm_tw *cm_tw_alloc(__be32 local_id)
 {
-	struct cm_tw *tw = cm_fault() ? NULL : kzalloc(sizeof(*tw), GFP_KERNEL);
+	struct cm_tw *tw;
 
+	if (cm_should_fail())
+		return NULL;
+	tw = kzalloc(sizeof(*tw), GFP_KERNEL);
 	if (!tw)
 		return NULL;
 	tw->local_id = local_id;
