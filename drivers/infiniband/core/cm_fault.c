@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * ib_cm's test-only allocation fault hook (see cm_fault.h).
+ * The allocation fault hook of ib_cm's test hooks (see cm_fault.h).
  *
  * debugfs, in <debugfs>/ib_cm/:
  *   fail_nth  write N: the N-th allocation ib_cm attempts from now on, in
  *             any task or context, fails; reading gives what is left of
  *             the countdown (0: it fired, or nothing is armed)
- *   faults    how many allocations were failed since the module loaded
+ *   faults    how many allocations were failed since the module loaded,
+ *             by the countdown or by should_fail()
  *   cm_ids    how many local communication IDs exist (published or still
  *             being created): 0 once every consumer has gone, so a sweep
  *             can tell a leaked cm_id right after the step that leaked it
@@ -21,10 +22,15 @@
  * ends with the countdown unfired: that run met no fault and must succeed.
  * A test module sweeps the same way with cm_fault_arm() and
  * cm_fault_disarm() (cm_test_hook.h).
+ *
+ * With CONFIG_FAULT_INJECTION_DEBUG_FS the fault_attr behind
+ * should_fail() is <debugfs>/fail_ib_cm/ (fault-injection.rst).
  */
 #include <linux/atomic.h>
 #include <linux/debugfs.h>
+#include <linux/err.h>
 #include <linux/export.h>
+#include <linux/fault-inject.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/spinlock.h>
@@ -61,14 +67,8 @@ static noinline void cm_fault_record(void)
 	spin_unlock_irqrestore(&cm_fault_lock, flags);
 }
 
-/**
- * cm_should_fail() - ask whether this allocation attempt is to fail
- *
- * Counts the attempt against the armed countdown.  Safe in any context.
- *
- * Return: true for the attempt that takes the countdown from 1 to 0.
- */
-bool cm_should_fail(void)
+/* Count an attempt against the countdown: true when it fires. */
+static bool cm_countdown_fires(void)
 {
 	struct task_struct *only = READ_ONCE(cm_fault_task);
 	int left = atomic_read(&cm_fail_nth);
@@ -78,13 +78,65 @@ bool cm_should_fail(void)
 	while (left > 0) {
 		if (!atomic_try_cmpxchg(&cm_fail_nth, &left, left - 1))
 			continue;
-		if (left != 1)
-			return false;
-		atomic_inc(&cm_faults);
-		cm_fault_record();
-		return true;
+		return left == 1;
 	}
 	return false;
+}
+
+#ifdef CONFIG_FAULT_INJECTION
+static DECLARE_FAULT_ATTR(fail_ib_cm);
+static struct dentry *cm_fault_attr_dir;
+
+static bool cm_kernel_fails(void)
+{
+	return should_fail(&fail_ib_cm, 1);
+}
+
+static void cm_fault_attr_init(void)
+{
+	struct dentry *dir = fault_create_debugfs_attr("fail_ib_cm", NULL,
+						       &fail_ib_cm);
+
+	cm_fault_attr_dir = IS_ERR(dir) ? NULL : dir;
+}
+
+static void cm_fault_attr_exit(void)
+{
+	debugfs_remove(cm_fault_attr_dir);
+	cm_fault_attr_dir = NULL;
+}
+#else
+static bool cm_kernel_fails(void)
+{
+	return false;
+}
+
+static void cm_fault_attr_init(void)
+{
+}
+
+static void cm_fault_attr_exit(void)
+{
+}
+#endif
+
+/**
+ * cm_should_fail() - ask whether this allocation attempt is to fail
+ *
+ * Counts the attempt against the armed countdown and, when that does not
+ * fire, asks should_fail() (with CONFIG_FAULT_INJECTION).  Safe in any
+ * context.  Not inlined, so that last_fault starts at the site.
+ *
+ * Return: true for the attempt that takes the countdown from 1 to 0, or
+ * that should_fail() picks.
+ */
+noinline bool cm_should_fail(void)
+{
+	if (!cm_countdown_fires() && !cm_kernel_fails())
+		return false;
+	atomic_inc(&cm_faults);
+	cm_fault_record();
+	return true;
 }
 
 /**
@@ -181,6 +233,7 @@ void cm_fault_init(void)
 			    &last_fault_fops);
 	debugfs_create_file_unsafe("agent_pins", 0400, cm_fault_dir, NULL,
 				   &cm_fault_pins_fops);
+	cm_fault_attr_init();
 }
 
 /**
@@ -188,6 +241,7 @@ void cm_fault_init(void)
  */
 void cm_fault_exit(void)
 {
+	cm_fault_attr_exit();
 	debugfs_remove(cm_fault_dir);
 	atomic_set(&cm_fail_nth, 0);
 }

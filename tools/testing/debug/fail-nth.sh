@@ -32,8 +32,9 @@
 # client (ib_cm among them).  The run succeeded when the answer is 0.
 #
 # While it runs, failslab and fail_page_alloc also cover sleeping
-# allocations (ignore-gfp-wait = N) and print nothing (verbose = 0, so the
-# injected faults do not look like splats); both are restored on exit.
+# allocations (ignore-gfp-wait = N), and they and ib_cm's fail_ib_cm (when
+# ib_cm has its test hooks) print nothing (verbose = 0, so the injected
+# faults do not look like splats); all are restored on exit.
 #
 # --log FILE   append the output of every COMMAND run to FILE (default:
 #              discarded)
@@ -117,7 +118,9 @@ restore_knobs() {
 }
 trap restore_knobs EXIT
 
-for t in failslab fail_page_alloc; do
+# fail_ib_cm: ib_cm's own sites (with its test hooks), which the task's
+# fail-nth reaches through should_fail() as it reaches failslab's.
+for t in failslab fail_page_alloc fail_ib_cm; do
 	set_knob "$DBG/$t/ignore-gfp-wait" N
 	set_knob "$DBG/$t/verbose" 0
 done
