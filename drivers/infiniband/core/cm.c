@@ -565,10 +565,22 @@ static struct cm_job *cm_job_alloc(gfp_t gfp, unsigned int paths)
 	return job;
 }
 
+/*
+ * Give a received MAD back to whoever allocated it: the MAD layer, or
+ * cm_test_inject() for a MAD no peer sent.
+ */
+static void cm_recv_free(struct ib_mad_recv_wc *rwc, bool injected)
+{
+	if (injected)
+		cm_test_recv_free(rwc);
+	else
+		ib_free_recv_mad(rwc);
+}
+
 static void cm_job_free(struct cm_job *job)
 {
 	if (job->recv)
-		ib_free_recv_mad(job->recv);
+		cm_recv_free(job->recv, cm_job_injected(job));
 	if (job->port)
 		cm_dev_put(job->port->dev);
 	kfree(job);
@@ -3316,11 +3328,14 @@ static void cm_job_run(struct work_struct *work)
 		cm_job_free(job);
 }
 
-void cm_mad_recv_handler(struct ib_mad_agent *agent,
-			 struct ib_mad_send_buf *send_buf,
-			 struct ib_mad_recv_wc *rwc)
+/*
+ * Take @rwc, received on @port; @injected: from cm_test_inject().  Always
+ * inlined, so that a fault in cm_job_alloc() is seen called from the MAD
+ * agent's handler (or from cm_recv_injected()) in last_fault.
+ */
+static __always_inline void cm_recv(struct cm_port *port,
+				    struct ib_mad_recv_wc *rwc, bool injected)
 {
-	struct cm_port *port = agent->context;
 	__be16 attr = rwc->recv_buf.mad->mad_hdr.attr_id;
 	unsigned int idx = be16_to_cpu(attr) - CMC_ATTR_BASE;
 	struct cm_job *job;
@@ -3328,18 +3343,19 @@ void cm_mad_recv_handler(struct ib_mad_agent *agent,
 
 	if (idx >= CMC_ATTR_COUNT) {
 		trace_icm_handler_err(be16_to_cpu(attr));
-		ib_free_recv_mad(rwc);
+		cm_recv_free(rwc, injected);
 		return;
 	}
 	cm_ctr_add(port, CM_CTR_RX, attr, 1);
 
 	job = cm_job_alloc(GFP_KERNEL, cm_rx_paths[idx]);
 	if (!job) {
-		ib_free_recv_mad(rwc);
+		cm_recv_free(rwc, injected);
 		return;
 	}
 	INIT_WORK(&job->work, cm_job_run);
 	job->recv = rwc;
+	cm_job_set_injected(job, injected);
 
 	spin_lock_irq(&cmg.lock);
 	if (!port->dev->going_down) {
@@ -3351,6 +3367,25 @@ void cm_mad_recv_handler(struct ib_mad_agent *agent,
 	if (!queued)
 		cm_job_free(job);
 }
+
+void cm_mad_recv_handler(struct ib_mad_agent *agent,
+			 struct ib_mad_send_buf *send_buf,
+			 struct ib_mad_recv_wc *rwc)
+{
+	cm_recv(agent->context, rwc, false);
+}
+
+#ifdef IB_CM_TEST_HOOKS
+/*
+ * For cm_test_inject(): take @rwc as if the MAD layer had just received it
+ * on @port.  It is given back with cm_test_recv_free(), never to the MAD
+ * layer, which did not allocate it.
+ */
+void cm_recv_injected(struct cm_port *port, struct ib_mad_recv_wc *rwc)
+{
+	cm_recv(port, rwc, true);
+}
+#endif
 
 /* The send a cm_id was waiting on finished without an answer. */
 static void cm_send_finished(struct cm_id_private *priv,

@@ -131,6 +131,10 @@ struct cm_job {
 	/* Holds a reference on port->dev while non-NULL. */
 	struct cm_port *port;
 	struct ib_mad_recv_wc *recv;
+#ifdef IB_CM_TEST_HOOKS
+	/* @recv came from cm_test_inject(), not from the MAD layer. */
+	bool injected;
+#endif
 	__be32 local_id;
 	__be32 remote_id;
 	struct ib_cm_event ev;
@@ -306,17 +310,31 @@ void cm_tw_drain(void);
 
 /*
  * cm_test_hook.c: asked by cm.c when a LAP or APR arrives on a RoCE port,
- * and for the GID attribute to build a LAP's alternate path with.  Only
- * ib_cm.ko built with its test hooks (IB_CM_TEST_HOOKS, set by Kbuild for
- * CONFIG_INFINIBAND_CM_TEST_HOOKS) has the switch behind them
- * (cm_test_lap_on_roce()); in any other build the answers are constants:
- * "no" and "none".
+ * and for the GID attribute to build a LAP's alternate path with; and the
+ * receive side of cm_test_inject(), whose MADs cm.c gives back with
+ * cm_test_recv_free().  Only ib_cm.ko built with its test hooks
+ * (IB_CM_TEST_HOOKS, set by Kbuild for CONFIG_INFINIBAND_CM_TEST_HOOKS)
+ * has the switch behind them (cm_test_lap_on_roce()) and injected MADs;
+ * in any other build the answers are constants: "no" and "none", and no
+ * job holds an injected MAD.
  */
 #ifdef IB_CM_TEST_HOOKS
 bool cm_test_lap_as_ib(const struct cm_port *port);
 const struct ib_gid_attr *
 cm_test_lap_sgid_attr(const struct cm_port *port, const union ib_gid *sgid,
 		      const struct ib_gid_attr *arrived);
+void cm_recv_injected(struct cm_port *port, struct ib_mad_recv_wc *rwc);
+void cm_test_recv_free(struct ib_mad_recv_wc *rwc);
+
+static inline bool cm_job_injected(const struct cm_job *job)
+{
+	return job->injected;
+}
+
+static inline void cm_job_set_injected(struct cm_job *job, bool injected)
+{
+	job->injected = injected;
+}
 #else
 static inline bool cm_test_lap_as_ib(const struct cm_port *port)
 {
@@ -328,6 +346,19 @@ cm_test_lap_sgid_attr(const struct cm_port *port, const union ib_gid *sgid,
 		      const struct ib_gid_attr *arrived)
 {
 	return NULL;
+}
+
+static inline void cm_test_recv_free(struct ib_mad_recv_wc *rwc)
+{
+}
+
+static inline bool cm_job_injected(const struct cm_job *job)
+{
+	return false;
+}
+
+static inline void cm_job_set_injected(struct cm_job *job, bool injected)
+{
 }
 #endif
 

@@ -21,29 +21,20 @@
 #include "cm_test_hook.h"
 
 /*
- * A received MAD as the MAD layer lays it out.  ib_free_recv_mad() frees
- * each buffer on the completion's rmpp_list by going back from its
- * ib_mad_recv_wc to the start of the MAD layer's receive buffer (struct
- * ib_mad_private in mad_priv.h, 6.1), where the completion follows a list
- * node made of a list_head, an ib_cqe and a queue pointer, and kfree()ing
- * that.  @mad_layer reproduces that prefix, so the CM releases an injected
- * MAD exactly as it releases a real one, and a MAD the CM forgets to free
- * is a leak that kmemleak reports.
+ * A received MAD that no peer sent: the single-segment completion the MAD
+ * layer would hand the CM, in one allocation.  It is not the MAD layer's
+ * and never goes to it: the CM takes it through cm_recv_injected(), which
+ * marks the job that holds it, and gives it back with cm_test_recv_free()
+ * where it would call ib_free_recv_mad() for a MAD from the wire.  So it
+ * is freed at the same points as a real one, and one the CM forgets to
+ * free is a leak that kmemleak reports.
  */
 struct cm_test_rx {
-	struct {
-		struct list_head list;
-		struct ib_cqe cqe;
-		void *queue;
-	} mad_layer;
 	struct ib_mad_recv_wc rwc;
 	struct ib_wc wc;
 	union rdma_network_hdr hdr;
 	struct ib_mad mad;
 };
-
-static_assert(offsetof(struct cm_test_rx, rwc) ==
-	      sizeof(struct list_head) + sizeof(struct ib_cqe) + sizeof(void *));
 
 /* The CM port of @ibdev/@num with a reference on its device, or NULL. */
 static struct cm_port *cm_test_port_get(struct ib_device *ibdev, u32 num)
@@ -154,8 +145,8 @@ int cm_test_inject(struct ib_device *ibdev, u32 port_num,
 	INIT_LIST_HEAD(&rx->rwc.rmpp_list);
 	list_add(&rx->rwc.recv_buf.list, &rx->rwc.rmpp_list);
 
-	/* From here on the CM owns @rx and frees it with ib_free_recv_mad(). */
-	cm_mad_recv_handler(agent, NULL, &rx->rwc);
+	/* From here on the CM owns @rx and frees it with cm_test_recv_free(). */
+	cm_recv_injected(port, &rx->rwc);
 unpin:
 	cm_agent_unpin(port);
 put:
@@ -163,6 +154,12 @@ put:
 	return ret;
 }
 EXPORT_SYMBOL_NS_GPL(cm_test_inject, IB_CM_TEST);
+
+/* Free a MAD made by cm_test_inject(), once the CM is done with it. */
+void cm_test_recv_free(struct ib_mad_recv_wc *rwc)
+{
+	kfree(container_of(rwc, struct cm_test_rx, rwc));
+}
 
 /**
  * cm_test_counter() - Read one per-port CM counter.
