@@ -933,7 +933,9 @@ static int pvcm_route_note(struct mlx4_ib_pvcm *pv,
 	struct pvcm_route *r, *old;
 	int ret = 0;
 
-	r = pvcm_fault() ? NULL : kzalloc(sizeof(*r), GFP_KERNEL);
+	if (pvcm_fault())
+		return -ENOMEM;
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r)
 		return -ENOMEM;
 	r->key = *key;
