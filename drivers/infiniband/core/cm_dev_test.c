@@ -17,7 +17,7 @@
  * class and method succeeds), and that the CM capability bit is set only
  * on a port ib_cm uses, and cleared again on removal.
  *
- * Needs ib_cm.ko built with CONFIG_INFINIBAND_CM_TEST; load after it.
+ * Needs ib_cm.ko built with CONFIG_INFINIBAND_CM_TEST_HOOKS; load after it.
  * Reports through the shared harness (ib_selftest.h).
  */
 #include <linux/module.h>
