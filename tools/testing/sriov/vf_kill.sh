@@ -6,12 +6,18 @@
 # run, since VF 1 does not come back).  Both VFs run ucmatose -c 50, VF 1
 # with ten times the messages per connection (its message phase outlasts
 # the kill), and an rping that runs until it is stopped, to servers on
-# the remote; once both have everything up, VF 1 has the host kill its
-# QEMU (vm_kill_me: no shutdown, no DREQ), with its rping certainly
-# connected.  VF 2's rping must go on pinging after
-# the PF cleaned VF 1's ids, its ucmatose must end well, and a new rping
-# from VF 2 must pass.  The remote then closes VF 1's connections: its
-# DREQs for the dead VF are for the PF to refuse.
+# the remote.  Once the remote's server for VF 1 has all its connections
+# up, the remote stops it (SIGSTOP): VF 1's client waits for messages, or
+# for a disconnect, that cannot come, so its connections stay up however
+# slow the machine is.  Once both VFs have everything up, VF 1 has the
+# host kill its QEMU (vm_kill_me: no shutdown, no DREQ).  VF 2's rping
+# must go on pinging after the PF cleaned VF 1's ids, its ucmatose must
+# end well, and a new rping from VF 2 must pass.  The remote then closes
+# VF 1's connections: its DREQs for the dead VF are for the PF to refuse.
+#
+# Every wait is for something seen to happen (a line of ucmatose's, a
+# ping), bounded only by the step's time: never a transient state that a
+# poll on a loaded machine can miss.
 
 # shellcheck source=SCRIPTDIR/../vm/guest-lib.sh
 . "$GUEST_LIB"
@@ -23,7 +29,7 @@ MSGS=${KILL_MSGS:-100}
 MSGS1=${KILL_MSGS1:-1000}	# VF 1's (ucmatose posts as many receives)
 PORT=7481
 HOLD=7483	# + slave: the rping that runs until it is stopped
-AFTER=20	# pings VF 2's rping must make after VF 1's clean
+AFTER=10	# pings VF 2's rping must make after VF 1's clean
 
 if [ "$SRIOV_ROLE" = pf ]; then
 	echo "# nothing to run on the PF"
@@ -35,6 +41,18 @@ traffic_barrier kill-start 120 || { tap_fail "the others never got ready"; tap_d
 
 connected() {
 	[ "$(rdma resource show cm_id 2> /dev/null | grep -c 'state CONNECT ')" -ge "$1" ]
+}
+
+# ucma_up FILE: the ucmatose writing FILE (line buffered) had all its
+# connections established: it prints its "... data transfers" lines only
+# once its connect phase is over, and the file only grows.
+ucma_up() {
+	grep -q 'data transfers' "$1" 2> /dev/null
+}
+
+# ucma_child PID: the ucmatose that timeout(1) PID runs
+ucma_child() {
+	pgrep -P "$1"
 }
 
 pings() {
@@ -51,6 +69,11 @@ pinging() {
 	kill -0 "$hold" 2> /dev/null && [ "$(pings)" -ge "$1" ]
 }
 
+# clients_up: start_clients' ucmatose and held rping are both up
+clients_up() {
+	ucma_up /tmp/ucma.out && pinging 1
+}
+
 # start_clients: ucmatose and the held rping to the remote's servers of
 # this VF; PIDs in ucma and hold
 start_clients() {
@@ -59,19 +82,19 @@ start_clients() {
 	bg_with_timeout 280 stdbuf -oL rping -c -a "$REMOTE_IP" \
 		-p $((HOLD + SRIOV_SLAVE)) -v > /tmp/hold.out 2>&1
 	hold=$!
-	bg_with_timeout 280 ucmatose -s "$REMOTE_IP" -b "$MY_IP" \
+	bg_with_timeout 280 stdbuf -oL ucmatose -s "$REMOTE_IP" -b "$MY_IP" \
 		-p $((PORT + SRIOV_SLAVE)) -c "$CONNS" -C "$(msgs_of "$SRIOV_SLAVE")" \
 		> /tmp/ucma.out 2>&1
 	ucma=$!
-	wait_until 120 connected $((CONNS + 1))
-	tap_check "$SRIOV_NAME: $CONNS connections and an rping up" \
-		connected $((CONNS + 1))
+	wait_until "$(step_time_left 150)" clients_up
+	tap_check "$SRIOV_NAME: $CONNS connections and an rping up" clients_up
+	clients_up || tail -n 8 /tmp/ucma.out | sed -e 's/^/# ucmatose: /'
 }
 
 case "$SRIOV_NAME" in
 remote)
 	for s in 1 2; do
-		bg_with_timeout 280 ucmatose -b "$MY_IP" -p $((PORT + s)) \
+		bg_with_timeout 280 stdbuf -oL ucmatose -b "$MY_IP" -p $((PORT + s)) \
 			-c "$CONNS" -C "$(msgs_of "$s")" > "/tmp/ucma-vf$s.out" 2>&1
 		eval "p$s=\$!"
 		bg_with_timeout 280 rping -s -a "$MY_IP" -p $((HOLD + s)) -v \
@@ -84,6 +107,15 @@ remote)
 		done
 	done
 	vm_signal kill-up
+	# VF 1's connections must outlive whatever the machine's speed: stop
+	# its server once it has them all (its sends, if posted, still go
+	# out; the client then waits for the server's disconnect)
+	wait_until "$(step_time_left 150)" ucma_up /tmp/ucma-vf1.out
+	# shellcheck disable=SC2154
+	c1=$(ucma_child "$p1")
+	tap_check "the server for vf1 has its connections and is stopped" \
+		kill -STOP "$c1"
+	vm_signal vf1-held
 	# shellcheck disable=SC2154
 	wait "$p2"
 	rc=$?
@@ -100,6 +132,7 @@ remote)
 	# connections sends DREQs that the PF must refuse
 	# shellcheck disable=SC2154
 	kill "$p1" "$h1" 2> /dev/null
+	kill -CONT "$c1" 2> /dev/null
 	wait "$p1" "$h1"
 	echo "# the servers for the killed vf1 are closed"
 	vm_signal vf1-servers-closed
@@ -108,7 +141,11 @@ remote)
 	;;
 vf1)
 	start_clients
-	vm_wait vf2-connected 120 || echo "# vf2 never connected"
+	vm_wait vf1-held "$(step_time_left 120)" || echo "# the remote never stopped vf1's server"
+	# held by the stopped server: all of them, and the rping's
+	tap_check "vf1: its connections held: $CONNS and the rping's" \
+		connected $((CONNS + 1))
+	vm_wait vf2-connected "$(step_time_left 90)" || echo "# vf2 never connected"
 	running=no
 	kill -0 "$ucma" 2> /dev/null && running=yes
 	echo "# vf1: ucmatose running: $running, $(pings) pings so far; asking the host to kill this guest"
@@ -122,7 +159,7 @@ vf2)
 	vm_wait vf1-cleaned 60
 	tap_check "vf2: the PF cleaned vf1" test $? = 0
 	n0=$(pings)
-	wait_until 60 pinging $((n0 + AFTER))
+	wait_until "$(step_time_left 120)" pinging $((n0 + AFTER))
 	tap_check "vf2: its rping went on after vf1's clean: $n0 -> $(pings) pings" \
 		pinging $((n0 + AFTER))
 	# shellcheck disable=SC2154
