@@ -96,6 +96,7 @@ struct pb_run {
 	long total;		/* bytes the fill took: slab + vmalloc */
 	long slab;		/* bytes the fill took in slab pages */
 	u64 fill_rate;		/* connections opened per second */
+	u64 msg_ns[3];		/* fill time in REQ mux, REP demux, RTU mux */
 };
 
 struct pb_thread {
@@ -345,20 +346,30 @@ static int pb_open(struct pb_run *run, struct ib_mad *mad, u32 i)
 {
 	int slave = pb_slave(i), to = -1, ret;
 	u32 sl = pb_sl_id(i);
+	u64 t0, t1;
 
 	pb_mad_set(mad, CM_REQ_ATTR_ID, sl, 0);
+	t0 = ktime_get_ns();
 	ret = pb_mux(run, slave, mad);
+	t1 = ktime_get_ns();
+	run->msg_ns[0] += t1 - t0;
 	if (ret)
 		return ret;
 	run->pv_ids[i] = get_unaligned_be32(mad->data);
 	pb_mad_set(mad, CM_REP_ATTR_ID, PB_PEER_BASE + i, run->pv_ids[i]);
+	t0 = ktime_get_ns();
 	ret = pb_demux(run, &to, mad);
+	t1 = ktime_get_ns();
+	run->msg_ns[1] += t1 - t0;
 	if (ret)
 		return ret;
 	if (to != slave)
 		return -EIO;
 	pb_mad_set(mad, CM_RTU_ATTR_ID, sl, PB_PEER_BASE + i);
+	t0 = ktime_get_ns();
 	ret = pb_mux(run, slave, mad);
+	t1 = ktime_get_ns();
+	run->msg_ns[2] += t1 - t0;
 	if (ret)
 		return ret;
 	return get_unaligned_be32(mad->data) == run->pv_ids[i] ? 0 : -EIO;
@@ -415,7 +426,7 @@ static void pb_teardown(struct pb_run *run)
  * and the memory.  Returns NULL (after cleaning up) if that failed, or
  * ERR_PTR(-EAGAIN) if n does not fit the free memory.
  */
-static struct pb_run *pb_fill(u32 n, __be16 attr)
+static struct pb_run *pb_fill(u32 n, __be16 attr, const char *what)
 {
 	struct pb_mem before, after;
 	struct pb_run *run;
@@ -471,9 +482,11 @@ static struct pb_run *pb_fill(u32 n, __be16 attr)
 	run->total = run->slab + after.vmalloc - before.vmalloc;
 	run->fill_rate = fill_ns ?
 			 div64_u64((u64)n * NSEC_PER_SEC, fill_ns) : 0;
-	pr_info("n=%u fill_per_s=%llu bytes_per_entry=%ld slab_bytes_per_entry=%ld exact=%d\n",
-		n, run->fill_rate, pb_per_entry(run->total, n),
-		pb_per_entry(run->slab, n), before.exact && after.exact);
+	pr_info("n=%u %sfill_per_s=%llu bytes_per_entry=%ld slab_bytes_per_entry=%ld exact=%d req_ns=%llu rep_ns=%llu rtu_ns=%llu\n",
+		n, what, run->fill_rate, pb_per_entry(run->total, n),
+		pb_per_entry(run->slab, n), before.exact && after.exact,
+		div_u64(run->msg_ns[0], n), div_u64(run->msg_ns[1], n),
+		div_u64(run->msg_ns[2], n));
 	return run;
 
 nomem:
@@ -505,6 +518,10 @@ static __be16 pb_attr;
 static bool hold;
 module_param(hold, bool, 0444);
 MODULE_PARM_DESC(hold, "fill the first size and stay loaded; measure by writing a thread count to the run parameter; rmmod cleans up");
+
+static bool warmup;
+module_param(warmup, bool, 0444);
+MODULE_PARM_DESC(warmup, "hold mode: fill and tear down once before the measured fill, so that it finds the slabs of a cache that has been used");
 
 /* the hold mode's connections; pb_run_set() runs under the param lock */
 static struct pb_run *pb_held;
@@ -563,7 +580,15 @@ static int __init pvcm_bench_init(void)
 		num_online_cpus(), hold);
 
 	if (hold) {
-		run = n_count ? pb_fill(n_list[0], pb_attr) : NULL;
+		if (warmup && n_count) {
+			run = pb_fill(n_list[0], pb_attr, "warmup_");
+			if (IS_ERR_OR_NULL(run)) {
+				mlx4_ib_cm_destroy();
+				return run ? PTR_ERR(run) : -EIO;
+			}
+			pb_teardown(run);
+		}
+		run = n_count ? pb_fill(n_list[0], pb_attr, "") : NULL;
 		if (!IS_ERR_OR_NULL(run)) {
 			pb_held = run;
 			pr_info("holding n=%u\n", run->n);
@@ -576,7 +601,7 @@ static int __init pvcm_bench_init(void)
 	for (i = 0; i < n_count; i++) {
 		if (!n_list[i])
 			continue;
-		run = pb_fill(n_list[i], pb_attr);
+		run = pb_fill(n_list[i], pb_attr, "");
 		if (IS_ERR(run))
 			continue;
 		if (!run) {
