@@ -35,12 +35,16 @@ struct cm_globals cmg = {
 	.lock = __SPIN_LOCK_UNLOCKED(cmg.lock),
 	.dev_lock = __RW_LOCK_UNLOCKED(cmg.dev_lock),
 	.devices = LIST_HEAD_INIT(cmg.devices),
-	.tw_list = LIST_HEAD_INIT(cmg.tw_list),
 	.ids = XARRAY_INIT(cmg.ids, XA_FLAGS_ALLOC),
 	.listen_tree = RB_ROOT,
-	.rid_tree = RB_ROOT,
-	.rqpn_tree = RB_ROOT,
 	.sidr_tree = RB_ROOT,
+	.tw = {
+		.lock = &cmg.lock,
+		.rid_tree = RB_ROOT,
+		.rqpn_tree = RB_ROOT,
+		.list = LIST_HEAD_INIT(cmg.tw.list),
+		.expired = cm_tw_expired,
+	},
 };
 
 /* What each reject reason of IBTA table 112 means, for log messages. */
@@ -1327,7 +1331,7 @@ int ib_send_cm_req(struct ib_cm_id *cm_id, struct ib_cm_req_param *param)
 	if (ret)
 		return ret;
 
-	tw = cm_tw_alloc(cm_id->local_id);
+	tw = cm_tw_alloc(&cmg.tw, cm_id->local_id);
 	if (!tw)
 		return -ENOMEM;
 	ret = cm_draft_from_path(param->primary_path, param->ppath_sgid_attr,
@@ -1737,7 +1741,7 @@ static void cm_req_rcvd(struct cm_job *job)
 	priv = cm_id_new(job->port->dev->ibdev, NULL, NULL);
 	if (IS_ERR(priv))
 		goto free_job;
-	priv->tw = cm_tw_alloc(priv->id.local_id);
+	priv->tw = cm_tw_alloc(&cmg.tw, priv->id.local_id);
 	if (!priv->tw)
 		goto destroy;
 	if (cm_draft_from_wc(job->port, job->recv, &wcd))
@@ -2399,7 +2403,8 @@ static struct cm_id_private *cm_rej_target(const struct cmc_rej *r)
 		/* The ARI of a timeout REJ is the sender's CA GUID. */
 		memcpy(&guid, r->ari, sizeof(guid));
 		spin_lock_irq(&cmg.lock);
-		tw = cm_tw_find_rid(guid, cpu_to_be32(r->local_comm_id));
+		tw = cm_tw_find_rid(&cmg.tw, guid,
+				    cpu_to_be32(r->local_comm_id));
 		if (tw) {
 			lid = tw->local_id;
 			rid = tw->remote_id;
@@ -3496,6 +3501,7 @@ static int __init ib_cm_init(void)
 		return -ENOMEM;
 	cm_fault_init();
 	cmg.wq = alloc_workqueue("ib_cm", 0, 1);
+	cmg.tw.wq = cmg.wq;
 	ret = cmg.wq ? cm_client_register() : -ENOMEM;
 	if (!ret)
 		return 0;
@@ -3513,7 +3519,7 @@ static void __exit ib_cm_exit(void)
 	cm_client_unregister();
 	/* Destructions handed to the workqueue may still run. */
 	flush_workqueue(cmg.wq);
-	cm_tw_drain();
+	cm_tw_drain(&cmg.tw);
 	destroy_workqueue(cmg.wq);
 	WARN_ON(!xa_empty(&cmg.ids));
 	kmem_cache_destroy(cmg.id_cache);

@@ -19,8 +19,12 @@
 #include "cm_timewait.c"
 #include "ib_selftest.h"
 
-/* The TimeWait code under test reports expiries here. */
-struct cm_globals cmg;
+/*
+ * The TimeWait table under test: its own lock, trees, list and workqueue,
+ * not ib_cm's, and expiries reported to tw_report_expiry().
+ */
+static DEFINE_SPINLOCK(tw_lock);
+static struct cm_tw_table tws;
 
 static struct {
 	__be32 local_id;
@@ -30,7 +34,8 @@ static struct {
 	int enomem;	/* answer -ENOMEM to this many calls first */
 } tw_seen;
 
-int cm_tw_expired(__be32 local_id, __be32 remote_id, __be32 remote_qpn)
+static int tw_report_expiry(__be32 local_id, __be32 remote_id,
+			    __be32 remote_qpn)
 {
 	tw_seen.calls++;
 	if (tw_seen.enomem) {
@@ -1040,7 +1045,7 @@ static void test_timing(void)
 
 static struct cm_tw *tw_make(u32 lid, u32 rid, u32 qpn, u64 guid)
 {
-	struct cm_tw *tw = cm_tw_alloc(cpu_to_be32(lid));
+	struct cm_tw *tw = cm_tw_alloc(&tws, cpu_to_be32(lid));
 
 	if (tw) {
 		tw->remote_id = cpu_to_be32(rid);
@@ -1048,6 +1053,12 @@ static struct cm_tw *tw_make(u32 lid, u32 rid, u32 qpn, u64 guid)
 		tw->remote_ca_guid = cpu_to_be64(guid);
 	}
 	return tw;
+}
+
+/* The record of remote ID @rid from CA @guid; under tw_lock. */
+static struct cm_tw *tw_find(u64 guid, u32 rid)
+{
+	return cm_tw_find_rid(&tws, cpu_to_be64(guid), cpu_to_be32(rid));
 }
 
 /* Duplicate (same remote ID) and stale (same remote QPN) detection. */
@@ -1064,24 +1075,24 @@ static void test_tw_conflicts(void)
 		IBST_FAIL("cannot allocate TimeWait records");
 		goto out;
 	}
-	spin_lock_irq(&cmg.lock);
+	spin_lock_irq(&tw_lock);
 	IBST_EXPECT(!cm_tw_insert_rid(a) && !cm_tw_insert_rqpn(a));
 	IBST_EXPECT(cm_tw_insert_rid(b) == a);
 	IBST_EXPECT(!cm_tw_insert_rid(c));
 	IBST_EXPECT(cm_tw_insert_rqpn(c) == a);
 	IBST_EXPECT(!cm_tw_insert_rid(d) && !cm_tw_insert_rqpn(d));
-	IBST_EXPECT(cm_tw_find_rid(cpu_to_be64(0xaa), cpu_to_be32(100)) == a);
-	IBST_EXPECT(cm_tw_find_rid(cpu_to_be64(0xbb), cpu_to_be32(100)) == d);
-	IBST_EXPECT(!cm_tw_find_rid(cpu_to_be64(0xcc), cpu_to_be32(100)));
+	IBST_EXPECT(tw_find(0xaa, 100) == a);
+	IBST_EXPECT(tw_find(0xbb, 100) == d);
+	IBST_EXPECT(!tw_find(0xcc, 100));
 	cm_tw_unlink(a);
-	IBST_EXPECT(!cm_tw_find_rid(cpu_to_be64(0xaa), cpu_to_be32(100)));
+	IBST_EXPECT(!tw_find(0xaa, 100));
 	IBST_EXPECT(!cm_tw_insert_rqpn(b));		/* QPN 0x300 is free */
 	cm_tw_unlink(b);
 	cm_tw_unlink(c);
 	cm_tw_unlink(d);
-	IBST_EXPECT(RB_EMPTY_ROOT(&cmg.rid_tree));
-	IBST_EXPECT(RB_EMPTY_ROOT(&cmg.rqpn_tree));
-	spin_unlock_irq(&cmg.lock);
+	IBST_EXPECT(RB_EMPTY_ROOT(&tws.rid_tree));
+	IBST_EXPECT(RB_EMPTY_ROOT(&tws.rqpn_tree));
+	spin_unlock_irq(&tw_lock);
 out:
 	cm_tw_free(a);
 	cm_tw_free(b);
@@ -1092,11 +1103,11 @@ out:
 /* After expiry: no record waits and @probe's remote QPN is free again. */
 static void expect_tw_gone(struct cm_tw *probe)
 {
-	spin_lock_irq(&cmg.lock);
-	IBST_EXPECT(list_empty(&cmg.tw_list));
+	spin_lock_irq(&tw_lock);
+	IBST_EXPECT(list_empty(&tws.list));
 	IBST_EXPECT(!cm_tw_insert_rqpn(probe));
 	cm_tw_unlink(probe);
-	spin_unlock_irq(&cmg.lock);
+	spin_unlock_irq(&tw_lock);
 }
 
 /*
@@ -1117,14 +1128,14 @@ static void test_tw_expiry(void)
 		IBST_FAIL("cannot allocate TimeWait records");
 		goto out;
 	}
-	spin_lock_irq(&cmg.lock);
+	spin_lock_irq(&tw_lock);
 	IBST_EXPECT(!cm_tw_insert_rid(tw) && !cm_tw_insert_rqpn(tw));
 	cm_tw_start(tw, 50);
 	IBST_EXPECT(!tw->in_rid && !tw->in_rqpn);
 	IBST_EXPECT(!cm_tw_insert_rqpn(probe));
-	IBST_EXPECT(!cm_tw_find_rid(cpu_to_be64(0x77), cpu_to_be32(70)));
+	IBST_EXPECT(!tw_find(0x77, 70));
 	cm_tw_unlink(probe);
-	spin_unlock_irq(&cmg.lock);
+	spin_unlock_irq(&tw_lock);
 	IBST_EXPECT(tw_seen.calls == 0);
 
 	for (i = 0; i < 100 && !tw_seen.calls; i++)
@@ -1157,18 +1168,18 @@ static void test_tw_expiry_enomem(void)
 		cm_tw_free(tw);
 		goto out;
 	}
-	spin_lock_irq(&cmg.lock);
+	spin_lock_irq(&tw_lock);
 	IBST_EXPECT(!cm_tw_insert_rid(tw) && !cm_tw_insert_rqpn(tw));
 	cm_tw_start(tw, 10);
-	spin_unlock_irq(&cmg.lock);
+	spin_unlock_irq(&tw_lock);
 
 	for (i = 0; i < 100 && !tw_seen.calls; i++)
 		msleep(20);
 	IBST_EXPECT(tw_seen.calls >= 1);
 	/* The retry comes a second later: still waiting. */
-	spin_lock_irq(&cmg.lock);
-	IBST_EXPECT(!list_empty(&cmg.tw_list));
-	spin_unlock_irq(&cmg.lock);
+	spin_lock_irq(&tw_lock);
+	IBST_EXPECT(!list_empty(&tws.list));
+	spin_unlock_irq(&tw_lock);
 
 	for (i = 0; i < 300 && tw_seen.calls < 3; i++)
 		msleep(20);
@@ -1191,12 +1202,12 @@ static void test_tw_drain(void)
 		IBST_FAIL("cannot allocate a TimeWait record");
 		return;
 	}
-	spin_lock_irq(&cmg.lock);
+	spin_lock_irq(&tw_lock);
 	IBST_EXPECT(!cm_tw_insert_rid(tw));
 	cm_tw_start(tw, 60000);
-	spin_unlock_irq(&cmg.lock);
-	cm_tw_drain();
-	IBST_EXPECT(list_empty(&cmg.tw_list) && RB_EMPTY_ROOT(&cmg.rid_tree));
+	spin_unlock_irq(&tw_lock);
+	cm_tw_drain(&tws);
+	IBST_EXPECT(list_empty(&tws.list) && RB_EMPTY_ROOT(&tws.rid_tree));
 	IBST_EXPECT(tw_seen.calls == 0);
 }
 
@@ -1232,21 +1243,22 @@ static const struct ibst_case cases[] = {
 	{}
 };
 
-/* The globals the TimeWait code uses, as ib_cm's init makes them. */
+/* The TimeWait table, set up as ib_cm's init sets up its own. */
 static int codec_setup(void)
 {
-	spin_lock_init(&cmg.lock);
-	INIT_LIST_HEAD(&cmg.tw_list);
-	cmg.rid_tree = RB_ROOT;
-	cmg.rqpn_tree = RB_ROOT;
-	cmg.wq = alloc_workqueue("ib_cm_test", 0, 1);
-	return cmg.wq ? 0 : -ENOMEM;
+	tws.lock = &tw_lock;
+	tws.rid_tree = RB_ROOT;
+	tws.rqpn_tree = RB_ROOT;
+	INIT_LIST_HEAD(&tws.list);
+	tws.expired = tw_report_expiry;
+	tws.wq = alloc_workqueue("ib_cm_test", 0, 1);
+	return tws.wq ? 0 : -ENOMEM;
 }
 
 static void codec_teardown(void)
 {
-	cm_tw_drain();
-	destroy_workqueue(cmg.wq);
+	cm_tw_drain(&tws);
+	destroy_workqueue(tws.wq);
 }
 
 IBST_SUITE(ib_cm_codec, cases, codec_setup, codec_teardown);

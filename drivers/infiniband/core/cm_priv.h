@@ -108,10 +108,29 @@ struct cm_av_draft {
 	struct cm_port *port;
 };
 
+/*
+ * The TimeWait records of one CM: indexed by remote ID and by remote QPN
+ * while their connection is up, listed once it entered TimeWait.  ib_cm
+ * has one, cmg.tw, under cmg.lock; its self-test sets up another one, so
+ * that it can check this code without touching live connections.
+ */
+struct cm_tw_table {
+	/* Protects both trees and the list. */
+	spinlock_t *lock;
+	struct rb_root rid_tree;
+	struct rb_root rqpn_tree;
+	struct list_head list;
+	/* Runs the expiries. */
+	struct workqueue_struct *wq;
+	/* Ends the connection of an expired record; see cm_tw_expired(). */
+	int (*expired)(__be32 local_id, __be32 remote_id, __be32 remote_qpn);
+};
+
 /* TimeWait record; see cm_timewait.c for its ownership rules. */
 struct cm_tw {
 	struct delayed_work dwork;
-	/* On cmg.tw_list (under cmg.lock) once TimeWait was entered. */
+	struct cm_tw_table *table;
+	/* On table->list (under table->lock) once TimeWait was entered. */
 	struct list_head node;
 	struct rb_node rid_node;
 	struct rb_node rqpn_node;
@@ -226,7 +245,7 @@ struct cm_id_private {
 
 struct cm_globals {
 	/*
-	 * Protects listen_tree, rid_tree, rqpn_tree, sidr_tree, tw_list,
+	 * Protects listen_tree, sidr_tree, the TimeWait table (tw),
 	 * cm_id_private.listen_shares and cm_device.going_down.
 	 */
 	spinlock_t lock;
@@ -234,10 +253,8 @@ struct cm_globals {
 	rwlock_t dev_lock;
 	struct list_head devices;
 	struct rb_root listen_tree;
-	struct rb_root rid_tree;
-	struct rb_root rqpn_tree;
 	struct rb_root sidr_tree;
-	struct list_head tw_list;
+	struct cm_tw_table tw;
 	/* Local communication IDs; lookups run under the xarray's lock. */
 	struct xarray ids;
 	u32 id_next;
@@ -299,14 +316,15 @@ static inline void cm_ctr_add(struct cm_port *port, enum cm_ctr_group grp,
 void cm_sysfs_init(void);
 
 /* cm_timewait.c */
-struct cm_tw *cm_tw_alloc(__be32 local_id);
+struct cm_tw *cm_tw_alloc(struct cm_tw_table *t, __be32 local_id);
 void cm_tw_free(struct cm_tw *tw);
 struct cm_tw *cm_tw_insert_rid(struct cm_tw *tw);
 struct cm_tw *cm_tw_insert_rqpn(struct cm_tw *tw);
-struct cm_tw *cm_tw_find_rid(__be64 remote_ca_guid, __be32 remote_id);
+struct cm_tw *cm_tw_find_rid(struct cm_tw_table *t, __be64 remote_ca_guid,
+			     __be32 remote_id);
 void cm_tw_unlink(struct cm_tw *tw);
 void cm_tw_start(struct cm_tw *tw, unsigned int ms);
-void cm_tw_drain(void);
+void cm_tw_drain(struct cm_tw_table *t);
 
 /*
  * cm_test_hook.c: asked by cm.c when a LAP or APR arrives on a RoCE port,

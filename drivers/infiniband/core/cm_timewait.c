@@ -9,8 +9,8 @@
  *
  * Ownership: a record belongs to its cm_id (cm_id_private.tw) until the
  * connection enters TimeWait.  cm_tw_start() then takes it out of both
- * trees, moves it onto cmg.tw_list and arms its timer; from that point the
- * list owns it.  Invariant: a listed record is in no tree.  A REQ is
+ * trees, moves it onto its table's list and arms its timer; from that
+ * point the list owns it.  Invariant: a listed record is in no tree.  A REQ is
  * stale only when its QPN is one the CM considers connected (IBTA vol 1,
  * ch. 12): a connection in TimeWait is over, its local QP is not reused before the
  * timer runs out, so the peer may reconnect from the same QPN, or with
@@ -42,12 +42,13 @@ static int cm_key_cmp(__be32 a32, __be64 a64, __be32 b32, __be64 b64)
 /* Whether the list still owns @tw (cm_tw_drain() has not taken it). */
 static bool cm_tw_listed(struct cm_tw *tw)
 {
+	spinlock_t *lock = tw->table->lock;
 	unsigned long flags;
 	bool listed;
 
-	spin_lock_irqsave(&cmg.lock, flags);
+	spin_lock_irqsave(lock, flags);
 	listed = !list_empty(&tw->node);
-	spin_unlock_irqrestore(&cmg.lock, flags);
+	spin_unlock_irqrestore(lock, flags);
 	return listed;
 }
 
@@ -62,30 +63,31 @@ static void cm_tw_timeout(struct work_struct *work)
 {
 	struct cm_tw *tw = container_of(to_delayed_work(work), struct cm_tw,
 					dwork);
+	struct cm_tw_table *t = tw->table;
 	unsigned long flags;
 	bool listed;
 
 	/* If cm_tw_drain() took it, it frees it after us. */
 	if (!cm_tw_listed(tw))
 		return;
-	if (cm_tw_expired(tw->local_id, tw->remote_id, tw->remote_qpn)) {
-		spin_lock_irqsave(&cmg.lock, flags);
+	if (t->expired(tw->local_id, tw->remote_id, tw->remote_qpn)) {
+		spin_lock_irqsave(t->lock, flags);
 		if (!list_empty(&tw->node))
-			queue_delayed_work(cmg.wq, &tw->dwork,
+			queue_delayed_work(t->wq, &tw->dwork,
 					   msecs_to_jiffies(CM_TW_RETRY_MS));
-		spin_unlock_irqrestore(&cmg.lock, flags);
+		spin_unlock_irqrestore(t->lock, flags);
 		return;
 	}
-	spin_lock_irqsave(&cmg.lock, flags);
+	spin_lock_irqsave(t->lock, flags);
 	listed = !list_empty(&tw->node);
 	if (listed)
 		list_del_init(&tw->node);
-	spin_unlock_irqrestore(&cmg.lock, flags);
+	spin_unlock_irqrestore(t->lock, flags);
 	if (listed)
 		kfree(tw);
 }
 
-struct cm_tw *cm_tw_alloc(__be32 local_id)
+struct cm_tw *cm_tw_alloc(struct cm_tw_table *t, __be32 local_id)
 {
 	struct cm_tw *tw;
 
@@ -94,6 +96,7 @@ struct cm_tw *cm_tw_alloc(__be32 local_id)
 	tw = kzalloc(sizeof(*tw), GFP_KERNEL);
 	if (!tw)
 		return NULL;
+	tw->table = t;
 	tw->local_id = local_id;
 	INIT_LIST_HEAD(&tw->node);
 	RB_CLEAR_NODE(&tw->rid_node);
@@ -137,8 +140,8 @@ struct cm_tw *cm_tw_insert_rid(struct cm_tw *tw)
 {
 	struct rb_node *dup;
 
-	lockdep_assert_held(&cmg.lock);
-	dup = rb_find_add(&tw->rid_node, &cmg.rid_tree, cm_tw_rid_cmp);
+	lockdep_assert_held(tw->table->lock);
+	dup = rb_find_add(&tw->rid_node, &tw->table->rid_tree, cm_tw_rid_cmp);
 	if (dup)
 		return rb_entry(dup, struct cm_tw, rid_node);
 	tw->in_rid = true;
@@ -150,8 +153,9 @@ struct cm_tw *cm_tw_insert_rqpn(struct cm_tw *tw)
 {
 	struct rb_node *dup;
 
-	lockdep_assert_held(&cmg.lock);
-	dup = rb_find_add(&tw->rqpn_node, &cmg.rqpn_tree, cm_tw_rqpn_cmp);
+	lockdep_assert_held(tw->table->lock);
+	dup = rb_find_add(&tw->rqpn_node, &tw->table->rqpn_tree,
+			  cm_tw_rqpn_cmp);
 	if (dup)
 		return rb_entry(dup, struct cm_tw, rqpn_node);
 	tw->in_rqpn = true;
@@ -173,7 +177,8 @@ static int cm_tw_rid_key_cmp(const void *key, const struct rb_node *n)
 			  y->remote_ca_guid);
 }
 
-struct cm_tw *cm_tw_find_rid(__be64 remote_ca_guid, __be32 remote_id)
+struct cm_tw *cm_tw_find_rid(struct cm_tw_table *t, __be64 remote_ca_guid,
+			     __be32 remote_id)
 {
 	const struct cm_tw_rid_key key = {
 		.remote_id = remote_id,
@@ -181,21 +186,23 @@ struct cm_tw *cm_tw_find_rid(__be64 remote_ca_guid, __be32 remote_id)
 	};
 	struct rb_node *n;
 
-	lockdep_assert_held(&cmg.lock);
-	n = rb_find(&key, &cmg.rid_tree, cm_tw_rid_key_cmp);
+	lockdep_assert_held(t->lock);
+	n = rb_find(&key, &t->rid_tree, cm_tw_rid_key_cmp);
 	return n ? rb_entry(n, struct cm_tw, rid_node) : NULL;
 }
 
 void cm_tw_unlink(struct cm_tw *tw)
 {
-	lockdep_assert_held(&cmg.lock);
+	struct cm_tw_table *t = tw->table;
+
+	lockdep_assert_held(t->lock);
 	if (tw->in_rid) {
-		rb_erase(&tw->rid_node, &cmg.rid_tree);
+		rb_erase(&tw->rid_node, &t->rid_tree);
 		RB_CLEAR_NODE(&tw->rid_node);
 		tw->in_rid = false;
 	}
 	if (tw->in_rqpn) {
-		rb_erase(&tw->rqpn_node, &cmg.rqpn_tree);
+		rb_erase(&tw->rqpn_node, &t->rqpn_tree);
 		RB_CLEAR_NODE(&tw->rqpn_node);
 		tw->in_rqpn = false;
 	}
@@ -208,24 +215,26 @@ void cm_tw_unlink(struct cm_tw *tw)
  */
 void cm_tw_start(struct cm_tw *tw, unsigned int ms)
 {
-	lockdep_assert_held(&cmg.lock);
+	struct cm_tw_table *t = tw->table;
+
+	lockdep_assert_held(t->lock);
 	cm_tw_unlink(tw);
 	tw->queued = true;
-	list_add_tail(&tw->node, &cmg.tw_list);
-	queue_delayed_work(cmg.wq, &tw->dwork, msecs_to_jiffies(ms));
+	list_add_tail(&tw->node, &t->list);
+	queue_delayed_work(t->wq, &tw->dwork, msecs_to_jiffies(ms));
 }
 
-/* Module exit: cancel and free every record still waiting. */
-void cm_tw_drain(void)
+/* Module exit: cancel and free every record still waiting in @t. */
+void cm_tw_drain(struct cm_tw_table *t)
 {
 	struct cm_tw *tw;
 
 	for (;;) {
-		spin_lock_irq(&cmg.lock);
-		tw = list_first_entry_or_null(&cmg.tw_list, struct cm_tw, node);
+		spin_lock_irq(t->lock);
+		tw = list_first_entry_or_null(&t->list, struct cm_tw, node);
 		if (tw)
 			list_del_init(&tw->node);
-		spin_unlock_irq(&cmg.lock);
+		spin_unlock_irq(t->lock);
 		if (!tw)
 			break;
 		cancel_delayed_work_sync(&tw->dwork);
