@@ -76,6 +76,15 @@ static_assert(CMC_MEM_SIZE(CM_SIDR_REP_ADDITIONAL_INFORMATION) ==
 static_assert(CMC_MEM_SIZE(CM_SIDR_REP_PRIVATE_DATA) ==
 	      IB_CM_SIDR_REP_PRIVATE_DATA_SIZE);
 
+/**
+ * cmc_put_hdr() - write the common MAD header of a CM message
+ * @hdr: the MAD's header
+ * @attr_id: the message's attribute ID (CM_REQ_ATTR_ID, ...)
+ * @tid: the transaction ID, as it goes on the wire
+ * @attr_mod: the attribute modifier, in host order
+ *
+ * Sets the base and class versions, the CM class and the Send method too.
+ */
 void cmc_put_hdr(struct ib_mad_hdr *hdr, __be16 attr_id, __be64 tid,
 		 u32 attr_mod)
 {
@@ -87,7 +96,16 @@ void cmc_put_hdr(struct ib_mad_hdr *hdr, __be16 attr_id, __be64 tid,
 	hdr->attr_mod = cpu_to_be32(attr_mod);
 	hdr->tid = tid;
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_put_hdr);
 
+/**
+ * cmc_qp_type_to_wire() - the transport service type a REQ gives a QP type
+ * @qpt: the QP type of the connection
+ * @transport: set to the Transport Service Type field
+ * @ext: set to the Extended Transport Type field
+ *
+ * Return: 0, or -EINVAL for a QP type that makes no CM connection.
+ */
 int cmc_qp_type_to_wire(enum ib_qp_type qpt, u8 *transport, u8 *ext)
 {
 	*ext = 0;
@@ -103,7 +121,16 @@ int cmc_qp_type_to_wire(enum ib_qp_type qpt, u8 *transport, u8 *ext)
 	}
 	return 0;
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_qp_type_to_wire);
 
+/**
+ * cmc_qp_type_from_wire() - the QP type a received REQ asks for
+ * @transport: its Transport Service Type field
+ * @ext: its Extended Transport Type field
+ *
+ * Return: IB_QPT_RC, IB_QPT_UC, IB_QPT_XRC_TGT (the target side of an
+ * XRC connection), or 0 for a transport the CM does not connect.
+ */
 enum ib_qp_type cmc_qp_type_from_wire(u8 transport, u8 ext)
 {
 	if (transport == 0)
@@ -114,6 +141,7 @@ enum ib_qp_type cmc_qp_type_from_wire(u8 transport, u8 ext)
 		return IB_QPT_XRC_TGT;
 	return 0;
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_qp_type_from_wire);
 
 /*
  * A path block (the REQ's primary and alternate paths, the LAP's
@@ -161,6 +189,11 @@ enum ib_qp_type cmc_qp_type_from_wire(u8 transport, u8 ext)
 	_p->ack_timeout = IBA_GET(CM_##blk##_LOCAL_ACK_TIMEOUT, _m);	\
 } while (0)
 
+/**
+ * cmc_put_req() - write the fields of a REQ into a message
+ * @m: the message, zeroed
+ * @f: the fields, in host order; data longer than its field is cut
+ */
 void cmc_put_req(struct cm_req_msg *m, const struct cmc_req *f)
 {
 	IBA_SET(CM_REQ_LOCAL_COMM_ID, m, f->local_comm_id);
@@ -191,7 +224,13 @@ void cmc_put_req(struct cm_req_msg *m, const struct cmc_req *f)
 	IBA_SET(CM_REQ_SAP_SUPPORTED, m, f->sap_supported);
 	CMC_SET_MEM(CM_REQ_PRIVATE_DATA, m, f->pdata, f->pdata_len);
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_put_req);
 
+/**
+ * cmc_get_req() - read the fields of a received REQ
+ * @m: the message
+ * @f: filled with the fields, in host order; its data pointers point into @m
+ */
 void cmc_get_req(const struct cm_req_msg *m, struct cmc_req *f)
 {
 	f->local_comm_id = IBA_GET(CM_REQ_LOCAL_COMM_ID, m);
@@ -223,10 +262,14 @@ void cmc_get_req(const struct cm_req_msg *m, struct cmc_req *f)
 	f->pdata = CMC_GET_MEM_CPTR(CM_REQ_PRIVATE_DATA, m);
 	f->pdata_len = IB_CM_REQ_PRIVATE_DATA_SIZE;
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_get_req);
 
-/*
- * A REQ carries an alternate path when its alternate local LID is set, or,
- * for OPA-style addressing without a LID, when the alternate GID is set.
+/**
+ * cmc_req_has_alt() - whether a REQ carries an alternate path
+ * @m: the REQ
+ *
+ * Return: true when its alternate local LID is set or, for OPA-style
+ * addressing without a LID, when its alternate local GID is an OPA GID.
  */
 bool cmc_req_has_alt(const struct cm_req_msg *m)
 {
@@ -234,8 +277,15 @@ bool cmc_req_has_alt(const struct cm_req_msg *m)
 	       ib_is_opa_gid(CMC_GET_MEM_CPTR(CM_REQ_ALTERNATE_LOCAL_PORT_GID,
 					      m));
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_req_has_alt);
 
-/* The REP splits its 24-bit Vendor ID into three bytes (H, M, L). */
+/**
+ * cmc_put_rep() - write the fields of a REP into a message
+ * @m: the message, zeroed
+ * @f: the fields, in host order; data longer than its field is cut
+ *
+ * The 24-bit Vendor ID is split into three bytes (H, M, L).
+ */
 void cmc_put_rep(struct cm_rep_msg *m, const struct cmc_rep *f)
 {
 	IBA_SET(CM_REP_LOCAL_COMM_ID, m, f->local_comm_id);
@@ -257,7 +307,13 @@ void cmc_put_rep(struct cm_rep_msg *m, const struct cmc_rep *f)
 	IBA_SET(CM_REP_LOCAL_CA_GUID, m, f->local_ca_guid);
 	CMC_SET_MEM(CM_REP_PRIVATE_DATA, m, f->pdata, f->pdata_len);
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_put_rep);
 
+/**
+ * cmc_get_rep() - read the fields of a received REP
+ * @m: the message
+ * @f: filled with the fields, in host order; its data pointers point into @m
+ */
 void cmc_get_rep(const struct cm_rep_msg *m, struct cmc_rep *f)
 {
 	f->local_comm_id = IBA_GET(CM_REP_LOCAL_COMM_ID, m);
@@ -280,7 +336,13 @@ void cmc_get_rep(const struct cm_rep_msg *m, struct cmc_rep *f)
 	f->pdata = CMC_GET_MEM_CPTR(CM_REP_PRIVATE_DATA, m);
 	f->pdata_len = IB_CM_REP_PRIVATE_DATA_SIZE;
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_get_rep);
 
+/**
+ * cmc_put_rej() - write the fields of a REJ into a message
+ * @m: the message, zeroed
+ * @f: the fields, in host order; data longer than its field is cut
+ */
 void cmc_put_rej(struct cm_rej_msg *m, const struct cmc_rej *f)
 {
 	u8 ari_len = min_t(u8, f->ari_len, IB_CM_REJ_ARI_LENGTH);
@@ -295,7 +357,13 @@ void cmc_put_rej(struct cm_rej_msg *m, const struct cmc_rej *f)
 	IBA_SET(CM_REJ_REASON, m, f->reason);
 	CMC_SET_MEM(CM_REJ_PRIVATE_DATA, m, f->pdata, f->pdata_len);
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_put_rej);
 
+/**
+ * cmc_get_rej() - read the fields of a received REJ
+ * @m: the message
+ * @f: filled with the fields, in host order; its data pointers point into @m
+ */
 void cmc_get_rej(const struct cm_rej_msg *m, struct cmc_rej *f)
 {
 	f->local_comm_id = IBA_GET(CM_REJ_LOCAL_COMM_ID, m);
@@ -307,7 +375,13 @@ void cmc_get_rej(const struct cm_rej_msg *m, struct cmc_rej *f)
 	f->pdata = CMC_GET_MEM_CPTR(CM_REJ_PRIVATE_DATA, m);
 	f->pdata_len = IB_CM_REJ_PRIVATE_DATA_SIZE;
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_get_rej);
 
+/**
+ * cmc_put_mra() - write the fields of a MRA into a message
+ * @m: the message, zeroed
+ * @f: the fields, in host order; data longer than its field is cut
+ */
 void cmc_put_mra(struct cm_mra_msg *m, const struct cmc_mra *f)
 {
 	IBA_SET(CM_MRA_LOCAL_COMM_ID, m, f->local_comm_id);
@@ -316,7 +390,13 @@ void cmc_put_mra(struct cm_mra_msg *m, const struct cmc_mra *f)
 	IBA_SET(CM_MRA_SERVICE_TIMEOUT, m, f->service_timeout);
 	CMC_SET_MEM(CM_MRA_PRIVATE_DATA, m, f->pdata, f->pdata_len);
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_put_mra);
 
+/**
+ * cmc_get_mra() - read the fields of a received MRA
+ * @m: the message
+ * @f: filled with the fields, in host order; its data pointers point into @m
+ */
 void cmc_get_mra(const struct cm_mra_msg *m, struct cmc_mra *f)
 {
 	f->local_comm_id = IBA_GET(CM_MRA_LOCAL_COMM_ID, m);
@@ -326,14 +406,26 @@ void cmc_get_mra(const struct cm_mra_msg *m, struct cmc_mra *f)
 	f->pdata = CMC_GET_MEM_CPTR(CM_MRA_PRIVATE_DATA, m);
 	f->pdata_len = IB_CM_MRA_PRIVATE_DATA_SIZE;
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_get_mra);
 
+/**
+ * cmc_put_rtu() - write the fields of a RTU into a message
+ * @m: the message, zeroed
+ * @f: the fields, in host order; data longer than its field is cut
+ */
 void cmc_put_rtu(struct cm_rtu_msg *m, const struct cmc_ids *f)
 {
 	IBA_SET(CM_RTU_LOCAL_COMM_ID, m, f->local_comm_id);
 	IBA_SET(CM_RTU_REMOTE_COMM_ID, m, f->remote_comm_id);
 	CMC_SET_MEM(CM_RTU_PRIVATE_DATA, m, f->pdata, f->pdata_len);
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_put_rtu);
 
+/**
+ * cmc_get_rtu() - read the fields of a received RTU
+ * @m: the message
+ * @f: filled with the fields, in host order; its data pointers point into @m
+ */
 void cmc_get_rtu(const struct cm_rtu_msg *m, struct cmc_ids *f)
 {
 	f->local_comm_id = IBA_GET(CM_RTU_LOCAL_COMM_ID, m);
@@ -341,14 +433,26 @@ void cmc_get_rtu(const struct cm_rtu_msg *m, struct cmc_ids *f)
 	f->pdata = CMC_GET_MEM_CPTR(CM_RTU_PRIVATE_DATA, m);
 	f->pdata_len = IB_CM_RTU_PRIVATE_DATA_SIZE;
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_get_rtu);
 
+/**
+ * cmc_put_drep() - write the fields of a DREP into a message
+ * @m: the message, zeroed
+ * @f: the fields, in host order; data longer than its field is cut
+ */
 void cmc_put_drep(struct cm_drep_msg *m, const struct cmc_ids *f)
 {
 	IBA_SET(CM_DREP_LOCAL_COMM_ID, m, f->local_comm_id);
 	IBA_SET(CM_DREP_REMOTE_COMM_ID, m, f->remote_comm_id);
 	CMC_SET_MEM(CM_DREP_PRIVATE_DATA, m, f->pdata, f->pdata_len);
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_put_drep);
 
+/**
+ * cmc_get_drep() - read the fields of a received DREP
+ * @m: the message
+ * @f: filled with the fields, in host order; its data pointers point into @m
+ */
 void cmc_get_drep(const struct cm_drep_msg *m, struct cmc_ids *f)
 {
 	f->local_comm_id = IBA_GET(CM_DREP_LOCAL_COMM_ID, m);
@@ -356,7 +460,13 @@ void cmc_get_drep(const struct cm_drep_msg *m, struct cmc_ids *f)
 	f->pdata = CMC_GET_MEM_CPTR(CM_DREP_PRIVATE_DATA, m);
 	f->pdata_len = IB_CM_DREP_PRIVATE_DATA_SIZE;
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_get_drep);
 
+/**
+ * cmc_put_dreq() - write the fields of a DREQ into a message
+ * @m: the message, zeroed
+ * @f: the fields, in host order; data longer than its field is cut
+ */
 void cmc_put_dreq(struct cm_dreq_msg *m, const struct cmc_dreq *f)
 {
 	IBA_SET(CM_DREQ_LOCAL_COMM_ID, m, f->local_comm_id);
@@ -364,7 +474,13 @@ void cmc_put_dreq(struct cm_dreq_msg *m, const struct cmc_dreq *f)
 	IBA_SET(CM_DREQ_REMOTE_QPN_EECN, m, f->remote_qpn);
 	CMC_SET_MEM(CM_DREQ_PRIVATE_DATA, m, f->pdata, f->pdata_len);
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_put_dreq);
 
+/**
+ * cmc_get_dreq() - read the fields of a received DREQ
+ * @m: the message
+ * @f: filled with the fields, in host order; its data pointers point into @m
+ */
 void cmc_get_dreq(const struct cm_dreq_msg *m, struct cmc_dreq *f)
 {
 	f->local_comm_id = IBA_GET(CM_DREQ_LOCAL_COMM_ID, m);
@@ -373,7 +489,13 @@ void cmc_get_dreq(const struct cm_dreq_msg *m, struct cmc_dreq *f)
 	f->pdata = CMC_GET_MEM_CPTR(CM_DREQ_PRIVATE_DATA, m);
 	f->pdata_len = IB_CM_DREQ_PRIVATE_DATA_SIZE;
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_get_dreq);
 
+/**
+ * cmc_put_sidr_req() - write the fields of a SIDR_REQ into a message
+ * @m: the message, zeroed
+ * @f: the fields, in host order; data longer than its field is cut
+ */
 void cmc_put_sidr_req(struct cm_sidr_req_msg *m, const struct cmc_sidr_req *f)
 {
 	IBA_SET(CM_SIDR_REQ_REQUESTID, m, f->request_id);
@@ -381,7 +503,13 @@ void cmc_put_sidr_req(struct cm_sidr_req_msg *m, const struct cmc_sidr_req *f)
 	IBA_SET(CM_SIDR_REQ_SERVICEID, m, f->service_id);
 	CMC_SET_MEM(CM_SIDR_REQ_PRIVATE_DATA, m, f->pdata, f->pdata_len);
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_put_sidr_req);
 
+/**
+ * cmc_get_sidr_req() - read the fields of a received SIDR_REQ
+ * @m: the message
+ * @f: filled with the fields, in host order; its data pointers point into @m
+ */
 void cmc_get_sidr_req(const struct cm_sidr_req_msg *m, struct cmc_sidr_req *f)
 {
 	f->request_id = IBA_GET(CM_SIDR_REQ_REQUESTID, m);
@@ -390,8 +518,15 @@ void cmc_get_sidr_req(const struct cm_sidr_req_msg *m, struct cmc_sidr_req *f)
 	f->pdata = CMC_GET_MEM_CPTR(CM_SIDR_REQ_PRIVATE_DATA, m);
 	f->pdata_len = IB_CM_SIDR_REQ_PRIVATE_DATA_SIZE;
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_get_sidr_req);
 
-/* The SIDR_REP splits its 24-bit Vendor ID into 16 high and 8 low bits. */
+/**
+ * cmc_put_sidr_rep() - write the fields of a SIDR_REP into a message
+ * @m: the message, zeroed
+ * @f: the fields, in host order; data longer than its field is cut
+ *
+ * The 24-bit Vendor ID is split into 16 high and 8 low bits.
+ */
 void cmc_put_sidr_rep(struct cm_sidr_rep_msg *m, const struct cmc_sidr_rep *f)
 {
 	u8 info_len = min_t(u8, f->info_len, IB_CM_SIDR_REP_INFO_LENGTH);
@@ -410,7 +545,13 @@ void cmc_put_sidr_rep(struct cm_sidr_rep_msg *m, const struct cmc_sidr_rep *f)
 	}
 	CMC_SET_MEM(CM_SIDR_REP_PRIVATE_DATA, m, f->pdata, f->pdata_len);
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_put_sidr_rep);
 
+/**
+ * cmc_get_sidr_rep() - read the fields of a received SIDR_REP
+ * @m: the message
+ * @f: filled with the fields, in host order; its data pointers point into @m
+ */
 void cmc_get_sidr_rep(const struct cm_sidr_rep_msg *m, struct cmc_sidr_rep *f)
 {
 	f->request_id = IBA_GET(CM_SIDR_REP_REQUESTID, m);
@@ -425,7 +566,13 @@ void cmc_get_sidr_rep(const struct cm_sidr_rep_msg *m, struct cmc_sidr_rep *f)
 	f->pdata = CMC_GET_MEM_CPTR(CM_SIDR_REP_PRIVATE_DATA, m);
 	f->pdata_len = IB_CM_SIDR_REP_PRIVATE_DATA_SIZE;
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_get_sidr_rep);
 
+/**
+ * cmc_get_lap() - read the fields of a received LAP
+ * @m: the message
+ * @f: filled with the fields, in host order; its data pointers point into @m
+ */
 void cmc_get_lap(const struct cm_lap_msg *m, struct cmc_lap *f)
 {
 	f->local_comm_id = IBA_GET(CM_LAP_LOCAL_COMM_ID, m);
@@ -435,7 +582,13 @@ void cmc_get_lap(const struct cm_lap_msg *m, struct cmc_lap *f)
 	CMC_GET_PATH(m, LAP_ALTERNATE, &f->alt);
 	f->pdata = CMC_GET_MEM_CPTR(CM_LAP_PRIVATE_DATA, m);
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_get_lap);
 
+/**
+ * cmc_get_apr() - read the fields of a received APR
+ * @m: the message
+ * @f: filled with the fields, in host order; its data pointers point into @m
+ */
 void cmc_get_apr(const struct cm_apr_msg *m, struct cmc_apr *f)
 {
 	f->local_comm_id = IBA_GET(CM_APR_LOCAL_COMM_ID, m);
@@ -445,6 +598,7 @@ void cmc_get_apr(const struct cm_apr_msg *m, struct cmc_apr *f)
 	f->info = CMC_GET_MEM_CPTR(CM_APR_ADDITIONAL_INFORMATION, m);
 	f->pdata = CMC_GET_MEM_CPTR(CM_APR_PRIVATE_DATA, m);
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_get_apr);
 
 /*
  * Paths inside a REQ or LAP.  A path block names both ends by GID and LID
@@ -496,6 +650,7 @@ void cmc_path_from_sa(struct cmc_path *w, struct sa_path_rec *p,
 	w->sl = p->sl;
 	w->ack_timeout = cmc_ack_timeout(ack_delay, p->packet_life_time);
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_path_from_sa);
 
 /**
  * cmc_path_type() - the record type for a path a peer proposed over IB
@@ -510,6 +665,7 @@ enum sa_path_rec_type cmc_path_type(const union ib_gid *peer_gid, bool opa_ah)
 	return opa_ah && ib_is_opa_gid(peer_gid) ? SA_PATH_REC_TYPE_OPA :
 						   SA_PATH_REC_TYPE_IB;
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_path_type);
 
 /**
  * cmc_path_to_sa() - the addressing of a received path block, seen from here
@@ -548,13 +704,19 @@ void cmc_path_to_sa(const struct cmc_path *w, struct sa_path_rec *p, u32 dlid)
 		sa_path_set_slid(p, w->remote_lid);
 	}
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_path_to_sa);
 
-/*
- * Local ACK timeout for a path: the wire value encodes 4.096us * 2^t and
- * must cover the remote CA's ACK delay plus a round trip (two packet
+/**
+ * cmc_ack_timeout() - the local ACK timeout for a path
+ * @ca_ack_delay: the remote CA's ACK delay, as 4.096us * 2^t
+ * @packet_life_time: the path's packet lifetime, as 4.096us * 2^t
+ *
+ * The timeout must cover the ACK delay plus a round trip (two packet
  * lifetimes, i.e. lifetime + 1).  The sum of two powers of two is
  * approximated by the larger exponent, bumped by one when the smaller term
  * is at least half of the larger one.
+ *
+ * Return: the timeout as 4.096us * 2^t, at most 31.
  */
 u8 cmc_ack_timeout(u8 ca_ack_delay, u8 packet_life_time)
 {
@@ -566,11 +728,18 @@ u8 cmc_ack_timeout(u8 ca_ack_delay, u8 packet_life_time)
 		big++;
 	return min_t(unsigned int, big, 31);
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_ack_timeout);
 
-/* 4.096us * 2^t, rounded to milliseconds as 2^(t - 8) (at least 1 ms). */
+/**
+ * cmc_iba_time_to_ms() - an IBA time value in milliseconds
+ * @iba_time: 4.096us * 2^@iba_time, 31 for anything larger
+ *
+ * Return: 2^(@iba_time - 8), rounded, at least 1.
+ */
 unsigned int cmc_iba_time_to_ms(u8 iba_time)
 {
 	unsigned int t = min_t(unsigned int, iba_time, 31);
 
 	return 1U << (t > 8 ? t - 8 : 0);
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cmc_iba_time_to_ms);

@@ -10,11 +10,26 @@
 #ifndef IB_CM_CODEC_H
 #define IB_CM_CODEC_H
 
+#include <linux/export.h>
 #include <linux/types.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_cm.h>
 #include <rdma/ib_sa.h>
 #include <rdma/ibta_vol1_c12.h>
+
+/*
+ * ib_cm's self-tests link against the codec and the TimeWait code of
+ * ib_cm.ko itself; with the test hooks (IB_CM_TEST_HOOKS, set by Kbuild
+ * for CONFIG_INFINIBAND_CM_TEST_HOOKS) these are exported to them in the
+ * IB_CM_TEST namespace.  Without the hooks ib_cm.ko exports nothing more
+ * than the kernel's own ib_cm.
+ */
+#ifdef IB_CM_TEST_HOOKS
+#define EXPORT_SYMBOL_FOR_CM_TEST(sym) EXPORT_SYMBOL_NS_GPL(sym, IB_CM_TEST)
+#else
+/* nothing exported; a reference discarded at link time uses @sym */
+#define EXPORT_SYMBOL_FOR_CM_TEST(sym) __ADDRESSABLE(sym)
+#endif
 
 /* Class version this CM speaks (IBTA 1.2 and later). */
 #define CMC_CLASS_VERSION	2

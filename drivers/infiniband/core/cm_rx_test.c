@@ -49,8 +49,8 @@
 #include <rdma/ib_cm.h>
 #include <rdma/ib_cache.h>
 
-/* The message packing helpers are not exported by ib_cm: link a copy. */
-#include "cm_codec.c"
+/* The message packing helpers are ib_cm's own (IB_CM_TEST exports). */
+#include "cm_codec.h"
 #include "cm_priv.h"
 #include "cm_test_hook.h"
 /* KUnit would run the cases before fuzz_iterations and fuzz_seed are set */

@@ -10,12 +10,12 @@
  * Ownership: a record belongs to its cm_id (cm_id_private.tw) until the
  * connection enters TimeWait.  cm_tw_start() then takes it out of both
  * trees, moves it onto its table's list and arms its timer; from that
- * point the list owns it.  Invariant: a listed record is in no tree.  A REQ is
- * stale only when its QPN is one the CM considers connected (IBTA vol 1,
- * ch. 12): a connection in TimeWait is over, its local QP is not reused before the
- * timer runs out, so the peer may reconnect from the same QPN, or with
- * the same communication ID, at once.  This is also what the stock
- * ib_cm does.  The expiry work ends the connection's
+ * point the list owns it.  Invariant: a listed record is in no tree.
+ * A REQ is stale only when its QPN is one the CM considers connected
+ * (IBTA vol 1, ch. 12): a connection in TimeWait is over, its local QP is
+ * not reused before the timer runs out, so the peer may reconnect from
+ * the same QPN, or with the same communication ID, at once.  This is also
+ * what the stock ib_cm does.  The expiry work ends the connection's
  * TimeWait, then frees the record; at module exit cm_tw_drain() does that
  * instead.
  */
@@ -87,6 +87,16 @@ static void cm_tw_timeout(struct work_struct *work)
 		kfree(tw);
 }
 
+/**
+ * cm_tw_alloc() - a new record for a connection of a TimeWait table
+ * @t: the table the record is to be indexed in
+ * @local_id: the connection's local communication ID
+ *
+ * The caller fills in the remote identity before indexing it.
+ *
+ * Return: the record, in no tree and no list, or NULL without memory (or
+ * when the fault hook fails the allocation).
+ */
 struct cm_tw *cm_tw_alloc(struct cm_tw_table *t, __be32 local_id)
 {
 	struct cm_tw *tw;
@@ -104,8 +114,12 @@ struct cm_tw *cm_tw_alloc(struct cm_tw_table *t, __be32 local_id)
 	INIT_DELAYED_WORK(&tw->dwork, cm_tw_timeout);
 	return tw;
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cm_tw_alloc);
 
-/* Free a record that never entered TimeWait; it must be unlinked. */
+/**
+ * cm_tw_free() - free a record that never entered TimeWait
+ * @tw: the record, unlinked from both trees, or NULL
+ */
 void cm_tw_free(struct cm_tw *tw)
 {
 	if (!tw)
@@ -113,6 +127,7 @@ void cm_tw_free(struct cm_tw *tw)
 	WARN_ON(tw->in_rid || tw->in_rqpn || tw->queued);
 	kfree(tw);
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cm_tw_free);
 
 static int cm_tw_rid_cmp(struct rb_node *a, const struct rb_node *b)
 {
@@ -132,9 +147,14 @@ static int cm_tw_rqpn_cmp(struct rb_node *a, const struct rb_node *b)
 			  y->remote_ca_guid);
 }
 
-/*
- * Index @tw by remote ID.  Returns the record already holding that remote
- * ID (a duplicate), or NULL once @tw is inserted.
+/**
+ * cm_tw_insert_rid() - index a record by remote ID
+ * @tw: the record, with its remote ID and CA GUID set
+ *
+ * Called with the table's lock held.
+ *
+ * Return: the record that already holds that remote ID (a duplicate), or
+ * NULL once @tw is inserted.
  */
 struct cm_tw *cm_tw_insert_rid(struct cm_tw *tw)
 {
@@ -147,8 +167,18 @@ struct cm_tw *cm_tw_insert_rid(struct cm_tw *tw)
 	tw->in_rid = true;
 	return NULL;
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cm_tw_insert_rid);
 
-/* Same as cm_tw_insert_rid(), keyed by remote QPN (stale detection). */
+/**
+ * cm_tw_insert_rqpn() - index a record by remote QPN
+ * @tw: the record, with its remote QPN and CA GUID set
+ *
+ * Same as cm_tw_insert_rid(), for the detection of stale connections.
+ * Called with the table's lock held.
+ *
+ * Return: the record that already holds that remote QPN, or NULL once @tw
+ * is inserted.
+ */
 struct cm_tw *cm_tw_insert_rqpn(struct cm_tw *tw)
 {
 	struct rb_node *dup;
@@ -161,6 +191,7 @@ struct cm_tw *cm_tw_insert_rqpn(struct cm_tw *tw)
 	tw->in_rqpn = true;
 	return NULL;
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cm_tw_insert_rqpn);
 
 /* The key of cm_tw_find_rid(): what a REQ names of its sender. */
 struct cm_tw_rid_key {
@@ -177,6 +208,16 @@ static int cm_tw_rid_key_cmp(const void *key, const struct rb_node *n)
 			  y->remote_ca_guid);
 }
 
+/**
+ * cm_tw_find_rid() - look a record up by remote ID
+ * @t: the table
+ * @remote_ca_guid: the remote CA GUID
+ * @remote_id: the remote communication ID
+ *
+ * Called with the table's lock held.
+ *
+ * Return: the record indexed under that remote ID, or NULL.
+ */
 struct cm_tw *cm_tw_find_rid(struct cm_tw_table *t, __be64 remote_ca_guid,
 			     __be32 remote_id)
 {
@@ -190,7 +231,14 @@ struct cm_tw *cm_tw_find_rid(struct cm_tw_table *t, __be64 remote_ca_guid,
 	n = rb_find(&key, &t->rid_tree, cm_tw_rid_key_cmp);
 	return n ? rb_entry(n, struct cm_tw, rid_node) : NULL;
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cm_tw_find_rid);
 
+/**
+ * cm_tw_unlink() - take a record out of the trees it is in
+ * @tw: the record
+ *
+ * Called with the table's lock held.
+ */
 void cm_tw_unlink(struct cm_tw *tw)
 {
 	struct cm_tw_table *t = tw->table;
@@ -207,11 +255,17 @@ void cm_tw_unlink(struct cm_tw *tw)
 		tw->in_rqpn = false;
 	}
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cm_tw_unlink);
 
-/*
- * Enter TimeWait: the remote ID and QPN are free for new connections, the
+/**
+ * cm_tw_start() - enter TimeWait
+ * @tw: the record of the connection
+ * @ms: how long TimeWait lasts, in milliseconds
+ *
+ * The remote ID and QPN are free for new connections at once, the table's
  * list takes ownership of @tw and the timer is armed.  The record does not
  * reference any device, so it is armed even while a device is going away.
+ * Called with the table's lock held.
  */
 void cm_tw_start(struct cm_tw *tw, unsigned int ms)
 {
@@ -223,8 +277,14 @@ void cm_tw_start(struct cm_tw *tw, unsigned int ms)
 	list_add_tail(&tw->node, &t->list);
 	queue_delayed_work(t->wq, &tw->dwork, msecs_to_jiffies(ms));
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cm_tw_start);
 
-/* Module exit: cancel and free every record still waiting in @t. */
+/**
+ * cm_tw_drain() - cancel and free every record still in TimeWait
+ * @t: the table
+ *
+ * For the owner's exit: no record may enter TimeWait in @t meanwhile.
+ */
 void cm_tw_drain(struct cm_tw_table *t)
 {
 	struct cm_tw *tw;
@@ -241,3 +301,4 @@ void cm_tw_drain(struct cm_tw_table *t)
 		kfree(tw);
 	}
 }
+EXPORT_SYMBOL_FOR_CM_TEST(cm_tw_drain);
