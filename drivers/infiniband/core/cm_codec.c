@@ -17,15 +17,11 @@
 
 /*
  * Byte fields (private data, ARI, GIDs) as iba.h locates them, for what
- * iba.h does not offer: the field's size, a read-only pointer into a const
- * message, and a copy cut to the field's size.  The first two also check
- * at build time that the descriptor is of a byte field inside its message.
+ * iba.h does not offer: besides the field's size (CMC_MEM_SIZE()), a
+ * read-only pointer into a const message, and a copy cut to the field's
+ * size.  The pointer also checks at build time that the descriptor is of
+ * a byte field.
  */
-#define CMC_MEM_SIZE(field) _CMC_MEM_SIZE(field)
-#define _CMC_MEM_SIZE(field_struct, field_offset, type, num_bits)	\
-	((num_bits) / 8 +						\
-	 BUILD_BUG_ON_ZERO((field_offset) >= sizeof(field_struct)))
-
 #define CMC_GET_MEM_CPTR(field, ptr) _CMC_GET_MEM_CPTR(field, ptr)
 #define _CMC_GET_MEM_CPTR(field_struct, field_offset, type, num_bits, ptr) \
 	({								\

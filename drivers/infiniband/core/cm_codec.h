@@ -10,6 +10,7 @@
 #ifndef IB_CM_CODEC_H
 #define IB_CM_CODEC_H
 
+#include <linux/build_bug.h>
 #include <linux/export.h>
 #include <linux/types.h>
 #include <rdma/ib_mad.h>
@@ -30,6 +31,16 @@
 /* nothing exported; a reference discarded at link time uses @sym */
 #define EXPORT_SYMBOL_FOR_CM_TEST(sym) __ADDRESSABLE(sym)
 #endif
+
+/*
+ * The size in bytes of a byte field (private data, ARI, GIDs) of
+ * <rdma/ibta_vol1_c12.h>, which iba.h does not offer; checks at build time
+ * that the field is inside its message.
+ */
+#define CMC_MEM_SIZE(field) _CMC_MEM_SIZE(field)
+#define _CMC_MEM_SIZE(field_struct, field_offset, type, num_bits)	\
+	((num_bits) / 8 +						\
+	 BUILD_BUG_ON_ZERO((field_offset) >= sizeof(field_struct)))
 
 /* Class version this CM speaks (IBTA 1.2 and later). */
 #define CMC_CLASS_VERSION	2

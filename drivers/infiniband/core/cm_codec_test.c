@@ -15,9 +15,11 @@
 #include <linux/delay.h>
 #include <linux/prandom.h>
 
-#include "cm_codec.c"
-#include "cm_timewait.c"
+#include "cm_priv.h"
 #include "ib_selftest.h"
+
+/* The codec and the TimeWait code under test are ib_cm.ko's own. */
+MODULE_IMPORT_NS(IB_CM_TEST);
 
 /*
  * The TimeWait table under test: its own lock, trees, list and workqueue,
