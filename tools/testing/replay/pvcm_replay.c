@@ -12,8 +12,6 @@
  * checks every rewrite.  Loading fails with -EINVAL when a check fails.
  */
 #define MLX4_IB_PVCM_TEST 1
-#define PVCM_DEBUGFS_ROOT "mlx4_ib_pvcm_replay"
-#define PVCM_CACHE_NAME "mlx4_ib_pvcm_replay"
 
 /* the cache under test, static functions and test hooks included */
 #include "cm.c"

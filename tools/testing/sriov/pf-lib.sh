@@ -14,7 +14,7 @@
 # CACHE_S1/CACHE_S2   the same for slave 1 and slave 2 (0 when absent)
 # fields: live timewait allocated freed dropped cap_hits routes
 
-PF_DBG=/sys/kernel/debug/mlx4_ib/pvcm_pf0
+PF_DBG=/sys/kernel/debug/mlx4_ib_pvcm_pf/pvcm_pf0
 declare -A PF CACHE CACHE_S1 CACHE_S2 PF0 CACHE0 CACHE0_S1 CACHE0_S2
 PF_FIELDS=(live timewait allocated freed dropped cap_hits routes)
 

@@ -27,7 +27,7 @@
 top=$(cd "$(dirname "$0")/../../.." && pwd)
 KO=${PF_KO:-$top/build/$(uname -r)/sriov/mlx4_ib_pvcm_pf.ko}
 MODES=${PF_MODES:-roce ib}
-DBG=/sys/kernel/debug/mlx4_ib/pvcm_pf0
+DBG=/sys/kernel/debug/mlx4_ib_pvcm_pf/pvcm_pf0
 ROCE_CM=$(dirname "$0")/roce_cm.py
 COUNT=10
 PORT=7400

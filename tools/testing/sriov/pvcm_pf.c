@@ -9,8 +9,9 @@
  * a VF interface through the demultiplexer, a VF-to-VF one through both.
  * The cache is the object file cm.o that the build compiles for
  * mlx4_ib.ko from drivers/infiniband/hw/mlx4/cm.c, linked into this
- * module unchanged: the production code, its timeouts, module parameters
- * and debugfs directory included.  The demultiplexer is called as mad.c
+ * module unchanged: the production code, its timeouts and module
+ * parameters included.  Its debugfs directory and slab cache are named
+ * after this module.  The demultiplexer is called as mad.c
  * calls it:
  *
  *   mode=roce  the slave is the one the destination address is routed to

@@ -44,13 +44,6 @@
 #define PVCM_BATCH			256	/* entries per hold of the lock */
 #define PVCM_CM_CLASS_VERSION		2
 
-#ifndef PVCM_DEBUGFS_ROOT
-#define PVCM_DEBUGFS_ROOT	"mlx4_ib"
-#endif
-#ifndef PVCM_CACHE_NAME
-#define PVCM_CACHE_NAME		"mlx4_ib_pvcm"
-#endif
-
 static unsigned int pvcm_max_per_vf = 32768;
 module_param(pvcm_max_per_vf, uint, 0644);
 MODULE_PARM_DESC(pvcm_max_per_vf,
@@ -2252,19 +2245,38 @@ static void pvcm_entry_ctor(void *obj)
 	refcount_set(&e->ref, 0);
 }
 
+/*
+ * In mlx4_ib.ko the entry cache is "mlx4_ib_pvcm" and the debugfs
+ * directory "mlx4_ib".  Any other module this object is linked into (the
+ * test modules, the emulated master of tools/testing/sriov) names both
+ * after itself, so that it loads next to mlx4_ib.ko: a second cache of one
+ * name fails to register (a cache with a constructor is never merged, and
+ * its sysfs directory takes the name).
+ */
+static const char *pvcm_owner(void)
+{
+#ifdef MODULE
+	if (strcmp(THIS_MODULE->name, "mlx4_ib"))
+		return THIS_MODULE->name;
+#endif
+	return NULL;
+}
+
 int mlx4_ib_cm_init(void)
 {
+	const char *owner = pvcm_owner();
+
 	cm_wq = alloc_workqueue("mlx4_ib_cm", 0, 0);
 	if (!cm_wq)
 		return -ENOMEM;
-	pvcm_cache = kmem_cache_create(PVCM_CACHE_NAME,
+	pvcm_cache = kmem_cache_create(owner ?: "mlx4_ib_pvcm",
 				       sizeof(struct pvcm_entry), 0, 0,
 				       pvcm_entry_ctor);
 	if (!pvcm_cache) {
 		destroy_workqueue(cm_wq);
 		return -ENOMEM;
 	}
-	pvcm_debugfs_root = debugfs_create_dir(PVCM_DEBUGFS_ROOT, NULL);
+	pvcm_debugfs_root = debugfs_create_dir(owner ?: "mlx4_ib", NULL);
 	if (IS_ERR(pvcm_debugfs_root))
 		pvcm_debugfs_root = NULL;
 	return 0;

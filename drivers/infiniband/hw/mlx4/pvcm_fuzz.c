@@ -22,8 +22,6 @@
  * failed check.
  */
 #define MLX4_IB_PVCM_TEST 1
-#define PVCM_DEBUGFS_ROOT "mlx4_ib_pvcm_fuzz"
-#define PVCM_CACHE_NAME "mlx4_ib_pvcm_fuzz"
 
 #include "cm.c"
 /* KUnit would run the cases before "iterations" and "seed" are set */

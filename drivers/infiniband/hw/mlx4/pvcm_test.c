@@ -11,8 +11,6 @@
  * KUnit.
  */
 #define MLX4_IB_PVCM_TEST 1
-#define PVCM_DEBUGFS_ROOT "mlx4_ib_pvcm_test"
-#define PVCM_CACHE_NAME "mlx4_ib_pvcm_test"
 
 #include "cm.c"
 #include "../../core/ib_selftest.h"

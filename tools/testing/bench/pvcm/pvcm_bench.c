@@ -35,10 +35,6 @@
 #define PVCM_BENCH_IMPL "unknown"
 #endif
 
-/* our cm.c names its debugfs root and slab cache after these */
-#define PVCM_DEBUGFS_ROOT "pvcm_bench"
-#define PVCM_CACHE_NAME "pvcm_bench"
-
 #include CM_SOURCE
 
 #undef pr_fmt
