@@ -86,25 +86,29 @@ MODULE_PARM_DESC(pvcm_max_routes,
 		 "PV-CM: max remembered incoming requests per VF, the VF's oldest is forgotten first, 0 = no limit (default 4096)");
 
 #ifdef MLX4_IB_PVCM_TEST
-/* test build: short timeouts and fault injection, set by the test module */
-static unsigned long pvcm_test_timewait = HZ / 10;
-static unsigned long pvcm_test_pending = HZ / 5;
-static unsigned long pvcm_test_route_life = HZ / 10;
+/*
+ * Test hooks: the test module shortens the timeouts and injects faults.
+ * A timeout of 0 is the production value, so the cache behaves as it does
+ * without the hooks until a test sets them.
+ */
+static unsigned long pvcm_test_timewait;
+static unsigned long pvcm_test_pending;
+static unsigned long pvcm_test_route_life;
 static atomic_t pvcm_test_fail_nth = ATOMIC_INIT(0);
 
 static u32 pvcm_timewait_jiffies(void)
 {
-	return pvcm_test_timewait;
+	return pvcm_test_timewait ?: CM_CLEANUP_CACHE_TIMEOUT;
 }
 
 static u32 pvcm_route_jiffies(void)
 {
-	return pvcm_test_route_life;
+	return pvcm_test_route_life ?: CM_CLEANUP_CACHE_TIMEOUT;
 }
 
 static u32 pvcm_pending_jiffies(void)
 {
-	return pvcm_test_pending;
+	return pvcm_test_pending ?: READ_ONCE(pvcm_pending_timeout) * HZ;
 }
 
 /* times a long walk let go of pv->lock between two batches */

@@ -2161,6 +2161,9 @@ static int t_setup(void)
 		goto err;
 	t_mdev->flags = MLX4_FLAG_MASTER;
 	t_dev->dev = t_mdev;
+	/* the production timeouts are 0 here: the cases need short ones */
+	pvcm_test_timewait = HZ / 10;
+	pvcm_test_pending = HZ / 5;
 	pvcm_test_route_life = 60 * HZ;	/* t_settle() ends them */
 	if (dev_set_name(&t_dev->ib_dev.dev, "pvcm_test0"))
 		goto err;
