@@ -40,11 +40,11 @@
 
 #include "mlx4_ib.h"
 
-#define CM_CLEANUP_CACHE_TIMEOUT	(30 * HZ)
-#define PVCM_BATCH			256	/* entries per hold of the lock */
-#define PVCM_CM_CLASS_VERSION		2
+#include "pvcm_priv.h"
 
-static unsigned int pvcm_max_per_vf = 32768;
+#define CM_CLEANUP_CACHE_TIMEOUT	(30 * HZ)
+
+VISIBLE_IF_PVCM_TEST unsigned int pvcm_max_per_vf = 32768;
 module_param(pvcm_max_per_vf, uint, 0644);
 MODULE_PARM_DESC(pvcm_max_per_vf,
 		 "PV-CM: max live + TimeWait id entries per VF, 0 = no limit (default 32768)");
@@ -52,7 +52,7 @@ MODULE_PARM_DESC(pvcm_max_per_vf,
 /* a day: far below the 2^31 jiffies a deadline compare can span */
 #define PVCM_PENDING_TIMEOUT_MAX	(24 * 60 * 60)
 
-static unsigned int pvcm_pending_timeout = 120;
+VISIBLE_IF_PVCM_TEST unsigned int pvcm_pending_timeout = 120;
 
 /* 0 would expire every connection at once; more than a day overflows */
 static int pvcm_set_pending_timeout(const char *val,
@@ -70,7 +70,7 @@ static int pvcm_set_pending_timeout(const char *val,
 	return 0;
 }
 
-static const struct kernel_param_ops pvcm_pending_timeout_ops = {
+VISIBLE_IF_PVCM_TEST const struct kernel_param_ops pvcm_pending_timeout_ops = {
 	.set = pvcm_set_pending_timeout,
 	.get = param_get_uint,
 };
@@ -80,21 +80,21 @@ module_param_cb(pvcm_pending_timeout, &pvcm_pending_timeout_ops,
 MODULE_PARM_DESC(pvcm_pending_timeout,
 		 "PV-CM: seconds an unestablished connection id may stay idle, 1..86400 (default 120)");
 
-static unsigned int pvcm_max_routes = 4096;
+VISIBLE_IF_PVCM_TEST unsigned int pvcm_max_routes = 4096;
 module_param(pvcm_max_routes, uint, 0644);
 MODULE_PARM_DESC(pvcm_max_routes,
 		 "PV-CM: max remembered incoming requests per VF, the VF's oldest is forgotten first, 0 = no limit (default 4096)");
 
 #ifdef MLX4_IB_PVCM_TEST
 /*
- * Test hooks: the test module shortens the timeouts and injects faults.
- * A timeout of 0 is the production value, so the cache behaves as it does
- * without the hooks until a test sets them.
+ * Test hooks (CONFIG_MLX4_IB_PVCM_TEST): a test module linked with this
+ * object shortens the timeouts and injects faults.  A timeout of 0 is the
+ * production value, so mlx4_ib.ko itself behaves as it does without them.
  */
-static unsigned long pvcm_test_timewait;
-static unsigned long pvcm_test_pending;
-static unsigned long pvcm_test_route_life;
-static atomic_t pvcm_test_fail_nth = ATOMIC_INIT(0);
+unsigned long pvcm_test_timewait;
+unsigned long pvcm_test_pending;
+unsigned long pvcm_test_route_life;
+atomic_t pvcm_test_fail_nth = ATOMIC_INIT(0);
 
 static u32 pvcm_timewait_jiffies(void)
 {
@@ -112,7 +112,7 @@ static u32 pvcm_pending_jiffies(void)
 }
 
 /* times a long walk let go of pv->lock between two batches */
-static atomic_t pvcm_test_breaks = ATOMIC_INIT(0);
+atomic_t pvcm_test_breaks = ATOMIC_INIT(0);
 
 static void pvcm_note_break(void)
 {
@@ -134,7 +134,7 @@ static bool pvcm_fault(void)
  * after pv->lock is dropped and before it returns: the test module sends
  * wire MADs from here, where a stranger's could come.
  */
-static void (*pvcm_test_after_publish)(u32 pv_cm_id);
+void (*pvcm_test_after_publish)(u32 pv_cm_id);
 
 static void pvcm_after_publish(u32 pv_cm_id)
 {
@@ -174,24 +174,16 @@ static void pvcm_after_publish(u32 pv_cm_id)
 }
 #endif
 
-static struct workqueue_struct *cm_wq;
+VISIBLE_IF_PVCM_TEST struct workqueue_struct *cm_wq;
 static struct kmem_cache *pvcm_cache;
 /* entries taken from pvcm_cache and not yet given back (all devices) */
-static atomic_long_t pvcm_objects = ATOMIC_LONG_INIT(0);
-static struct dentry *pvcm_debugfs_root;
+VISIBLE_IF_PVCM_TEST atomic_long_t pvcm_objects = ATOMIC_LONG_INIT(0);
+VISIBLE_IF_PVCM_TEST struct dentry *pvcm_debugfs_root;
 
 /* ------------------------------------------------------------------------
- * (a) CM MAD field helpers.  Byte offsets are into the CM payload that
- * follows the common MAD header (IBTA vol 1, chapter 12).
+ * (a) CM MAD field helpers.  Byte offsets (pvcm_priv.h) are into the CM
+ * payload that follows the common MAD header (IBTA vol 1, chapter 12).
  */
-#define PVCM_OFF_LOCAL_ID	0	/* connection MADs; SIDR request id */
-#define PVCM_OFF_REMOTE_ID	4	/* connection MADs except REQ */
-#define PVCM_OFF_REQ_CA_GUID	16	/* REQ: sender's CA GUID */
-#define PVCM_OFF_REQ_DGID	72	/* REQ: primary path, remote port GID */
-#define PVCM_OFF_REJ_ARI	12	/* REJ: additional reject information */
-#define PVCM_REJ_MSG_REQ	0	/* REJ: MsgRejected, the REQ was rejected */
-#define PVCM_MRA_MSG_REQ	0	/* MRA: MsgMRAed, the REQ is delayed */
-
 static bool pvcm_is_attr(const struct ib_mad *mad, __be16 attr)
 {
 	return mad->mad_hdr.attr_id == attr;
@@ -208,7 +200,7 @@ static void pvcm_put32(struct ib_mad *mad, unsigned int off, u32 val)
 }
 
 /* the id the sender chose for itself */
-static int pvcm_local_id(const struct ib_mad *mad, u32 *id)
+VISIBLE_IF_PVCM_TEST int pvcm_local_id(const struct ib_mad *mad, u32 *id)
 {
 	if (pvcm_is_attr(mad, CM_SIDR_REP_ATTR_ID))
 		return -EPROTO;
@@ -216,7 +208,7 @@ static int pvcm_local_id(const struct ib_mad *mad, u32 *id)
 	return 0;
 }
 
-static int pvcm_set_local_id(struct ib_mad *mad, u32 id)
+VISIBLE_IF_PVCM_TEST int pvcm_set_local_id(struct ib_mad *mad, u32 id)
 {
 	if (pvcm_is_attr(mad, CM_SIDR_REP_ATTR_ID))
 		return -EPROTO;
@@ -232,7 +224,7 @@ static unsigned int pvcm_remote_off(const struct ib_mad *mad)
 	return PVCM_OFF_REMOTE_ID;
 }
 
-static int pvcm_remote_id(const struct ib_mad *mad, u32 *id)
+VISIBLE_IF_PVCM_TEST int pvcm_remote_id(const struct ib_mad *mad, u32 *id)
 {
 	if (pvcm_is_attr(mad, CM_SIDR_REQ_ATTR_ID) ||
 	    pvcm_is_attr(mad, CM_REQ_ATTR_ID))
@@ -251,13 +243,13 @@ static int pvcm_set_remote_id(struct ib_mad *mad, u32 id)
 }
 
 /* a REJ that rejects a REQ: the rejecting side has no connection yet */
-static bool pvcm_rej_of_req(const struct ib_mad *mad)
+VISIBLE_IF_PVCM_TEST bool pvcm_rej_of_req(const struct ib_mad *mad)
 {
 	return IBA_GET(CM_REJ_MESSAGE_REJECTED, (struct cm_rej_msg *)mad) ==
 	       PVCM_REJ_MSG_REQ;
 }
 
-static bool pvcm_rej_timeout(const struct ib_mad *mad)
+VISIBLE_IF_PVCM_TEST bool pvcm_rej_timeout(const struct ib_mad *mad)
 {
 	return pvcm_is_attr(mad, CM_REJ_ATTR_ID) &&
 	       IBA_GET(CM_REJ_REASON, (struct cm_rej_msg *)mad) ==
@@ -265,7 +257,7 @@ static bool pvcm_rej_timeout(const struct ib_mad *mad)
 }
 
 /* REJ(timeout) carries the rejecting CA's GUID as ARI; 0 when absent */
-static __be64 pvcm_rej_guid(const struct ib_mad *mad)
+VISIBLE_IF_PVCM_TEST __be64 pvcm_rej_guid(const struct ib_mad *mad)
 {
 	__be64 guid;
 
@@ -285,7 +277,7 @@ static __be64 pvcm_req_guid(const struct ib_mad *mad)
 }
 
 /* interface id of the REQ's destination port GID: selects the slave */
-static __be64 pvcm_req_dest_if_id(const struct ib_mad *mad)
+VISIBLE_IF_PVCM_TEST __be64 pvcm_req_dest_if_id(const struct ib_mad *mad)
 {
 	union ib_gid gid;
 
@@ -306,124 +298,20 @@ static int pvcm_check_mad(const struct ib_mad *mad, size_t len)
 /* ------------------------------------------------------------------------
  * (b) The id map.
  */
-enum pvcm_state {
-	PVCM_PENDING,		/* on slave->pending, expires if idle */
-	PVCM_ESTABLISHED,	/* on slave->established */
-	PVCM_TIMEWAIT,		/* on slave->timewait, freed at deadline */
-	PVCM_DEAD,		/* unlinked, waiting for the last put */
-};
-
-struct pvcm_key {
-	u32 sl_cm_id;
-	u32 slave;
-};
-
-/*
- * One mapping.  @link is used while the entry sits on a slave list and
- * @rcu once it is off all lists; key, pv_cm_id and epoch never change.
- * @remote_id is the peer's comm id, 0 until known: set once, before the
- * entry is published when the VF's MAD that creates it carries it (as its
- * remote id), else later by cmpxchg() from the VF's MADs or from the
- * peer's REP, and read with READ_ONCE().  @sidr is set before the entry
- * is published when a SIDR_REQ creates it, so before any wire MAD can
- * find it.  56 bytes on 64-bit.
- */
-struct pvcm_entry {
-	struct rhash_head hnode;
-	union {
-		struct list_head link;
-		struct rcu_head rcu;
-	};
-	struct pvcm_key key;
-	u32 pv_cm_id;
-	refcount_t ref;
-	u32 deadline;		/* jiffies, low 32 bits */
-	u32 remote_id;
-	u32 epoch;		/* the slave's epoch when it was published */
-	u8 state;
-	u8 indexed;		/* the entry is the one in pv->sl_ids */
-	u8 sidr;		/* made by a SIDR_REQ, not a connection */
-	u8 idle;		/* in TimeWait because it expired idle */
-};
-
-/* two word compares instead of the generic memcmp() of the key bytes */
-static int pvcm_sl_cmp(struct rhashtable_compare_arg *arg, const void *obj)
-{
-	const struct pvcm_entry *e = obj;
-	const struct pvcm_key *key = arg->key;
-
-	return e->key.sl_cm_id != key->sl_cm_id || e->key.slave != key->slave;
-}
-
-static const struct rhashtable_params pvcm_sl_params = {
-	.key_len = sizeof(struct pvcm_key),
-	.key_offset = offsetof(struct pvcm_entry, key),
-	.head_offset = offsetof(struct pvcm_entry, hnode),
-	.obj_cmpfn = pvcm_sl_cmp,
-	.automatic_shrinking = true,
-};
-
-enum pvcm_route_kind {
-	PVCM_ROUTE_REQ,		/* an incoming REQ, for REJ(timeout) */
-	PVCM_ROUTE_SIDR,	/* an incoming SIDR_REQ, for the VF's SIDR_REP */
-	PVCM_ROUTE_ANSWER,	/* an incoming REQ, for the VF's answer */
-};
-
-/*
- * REQ: the peer's CA GUID and comm id and the port, @slave 0.
- * ANSWER: the peer's comm id, the port and the slave it went to.
- * SIDR: the request id and the slave it went to, the rest 0.
- */
-struct pvcm_route_key {
-	__be64 ca_guid;
-	u32 comm_id;
-	u16 port;
-	u8 kind;
-	u8 slave;
-};
-
-/*
- * Where an incoming REQ or SIDR_REQ went (@slave).  @payer owns the route:
- * it is on that slave's list and counts against its pvcm_max_routes.  The
- * payer is the slave the request went to, or, for a REQ from one VF of
- * this master to another, the sender (pvcm_note_loopback()); a repeated
- * request keeps the payer of the route it refreshes.  @epoch is the
- * payer's epoch when it took (or last refreshed) the route: a clean of the
- * payer forgets only routes of an older epoch.
- */
-struct pvcm_route {
-	struct rhash_head hnode;
-	union {
-		struct list_head link;
-		struct rcu_head rcu;
-	};
-	struct pvcm_route_key key;
-	u32 deadline;
-	u32 slave;		/* WRITE_ONCE under pv->lock, read under RCU */
-	u32 payer;		/* under pv->lock */
-	u32 epoch;		/* under pv->lock */
-};
-
-static const struct rhashtable_params pvcm_route_params = {
-	.key_len = sizeof(struct pvcm_route_key),
-	.key_offset = offsetof(struct pvcm_route, key),
-	.head_offset = offsetof(struct pvcm_route, hnode),
-	.automatic_shrinking = true,
-};
-
 static bool pvcm_due(u32 deadline, u32 now)
 {
 	return (s32)(now - deadline) >= 0;
 }
 
-static struct mlx4_ib_pvcm_slave *pvcm_slave(struct mlx4_ib_pvcm *pv,
-					     const struct pvcm_entry *e)
+VISIBLE_IF_PVCM_TEST struct mlx4_ib_pvcm_slave *
+pvcm_slave(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e)
 {
 	return &pv->slaves[e->key.slave];
 }
 
 /* an entry from before the last clean of its slave is no longer used */
-static bool pvcm_stale(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e)
+VISIBLE_IF_PVCM_TEST bool
+pvcm_stale(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e)
 {
 	return e->epoch != (u32)atomic_read(&pvcm_slave(pv, e)->epoch);
 }
@@ -436,7 +324,8 @@ static bool pvcm_live(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e)
 	       !pvcm_stale(pv, e);
 }
 
-static bool pvcm_usable(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e)
+VISIBLE_IF_PVCM_TEST bool
+pvcm_usable(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e)
 {
 	return READ_ONCE(e->state) != PVCM_DEAD && !pvcm_stale(pv, e);
 }
@@ -457,7 +346,7 @@ static void pvcm_discard(struct pvcm_entry *e)
 	atomic_long_dec(&pvcm_objects);
 }
 
-static void pvcm_put(struct pvcm_entry *e)
+VISIBLE_IF_PVCM_TEST void pvcm_put(struct pvcm_entry *e)
 {
 	if (refcount_dec_and_test(&e->ref))
 		call_rcu(&e->rcu, pvcm_entry_free_rcu);
@@ -485,17 +374,18 @@ pvcm_find_sl(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id)
  * Indices stay below 2^31 and id_xor has bit 31 set, so no id is 0 (the
  * "no id" of a REJ of a REQ).  XOR is its own inverse.
  */
-static u32 pvcm_index(const struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
+VISIBLE_IF_PVCM_TEST u32 pvcm_index(const struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
 {
 	return pv_cm_id ^ pv->id_xor;
 }
 
-static u32 pvcm_id_of(const struct mlx4_ib_pvcm *pv, u32 index)
+VISIBLE_IF_PVCM_TEST u32 pvcm_id_of(const struct mlx4_ib_pvcm *pv, u32 index)
 {
 	return index ^ pv->id_xor;
 }
 
-static struct pvcm_entry *pvcm_find_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
+VISIBLE_IF_PVCM_TEST struct pvcm_entry *
+pvcm_find_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
 {
 	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "pvcm: lookup outside RCU");
 	return xa_load(&pv->pv_ids, pvcm_index(pv, pv_cm_id));
@@ -505,15 +395,14 @@ static struct pvcm_entry *pvcm_find_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
 /*
  * The handlers pin nothing; the test module pins entries it looked up to
  * hold them across a reap.  Pinned, an entry may be used outside RCU until
- * pvcm_put().  Other test builds (the trace replay) need no pins.
+ * pvcm_put().
  */
 static struct pvcm_entry *pvcm_pin(struct pvcm_entry *e)
 {
 	return e && refcount_inc_not_zero(&e->ref) ? e : NULL;
 }
 
-static __maybe_unused struct pvcm_entry *
-pvcm_pin_sl(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id)
+struct pvcm_entry *pvcm_pin_sl(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id)
 {
 	struct pvcm_entry *e;
 
@@ -523,8 +412,7 @@ pvcm_pin_sl(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id)
 	return e;
 }
 
-static __maybe_unused struct pvcm_entry *
-pvcm_pin_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
+struct pvcm_entry *pvcm_pin_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
 {
 	struct pvcm_entry *e;
 
@@ -536,7 +424,7 @@ pvcm_pin_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
 #endif
 
 /* make sure the reaper runs no later than @deadline */
-static void pvcm_arm(struct mlx4_ib_pvcm *pv, u32 deadline)
+VISIBLE_IF_PVCM_TEST void pvcm_arm(struct mlx4_ib_pvcm *pv, u32 deadline)
 {
 	u32 now = jiffies;
 	s32 delay;
@@ -869,7 +757,7 @@ static bool pvcm_accept(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e,
  * answered or not) have their own, so that a VF accepting many
  * connections keeps the routes its answers need.
  */
-static unsigned int pvcm_route_list(const struct pvcm_route *r)
+VISIBLE_IF_PVCM_TEST unsigned int pvcm_route_list(const struct pvcm_route *r)
 {
 	return r->key.kind == PVCM_ROUTE_REQ;
 }
@@ -967,8 +855,9 @@ out_free:
 	return ret;
 }
 
-static int pvcm_route_lookup(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
-			     __be64 ca_guid)
+VISIBLE_IF_PVCM_TEST int
+pvcm_route_lookup(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
+		  __be64 ca_guid)
 {
 	struct pvcm_route_key key = {
 		.ca_guid = ca_guid, .comm_id = comm_id, .port = port,
@@ -1272,14 +1161,6 @@ enum pvcm_in_action {
 	PVCM_IN_LOOKUP,		/* remote id is one of our pv_cm_ids */
 };
 
-enum pvcm_event {
-	PVCM_EV_NONE,
-	PVCM_EV_REFRESH,
-	PVCM_EV_ESTABLISH,	/* also revives an idle-expired entry */
-	PVCM_EV_RELEASE,
-	PVCM_EV_REVIVE,		/* REP: refresh, or revive as pending */
-};
-
 struct pvcm_policy {
 	u8 out;
 	u8 out_ev;
@@ -1372,7 +1253,8 @@ static bool pvcm_event_needed(const struct pvcm_entry *e, u8 ev)
  * Apply a lifecycle event.  The caller keeps @e readable: it is inside the
  * RCU read-side section of its lookup or holds a pin.
  */
-static void pvcm_event(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e, u8 ev)
+VISIBLE_IF_PVCM_TEST void
+pvcm_event(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e, u8 ev)
 {
 	if (!pvcm_event_needed(e, ev))
 		return;
@@ -1593,8 +1475,9 @@ static void pvcm_note_loopback(struct mlx4_ib_dev *dev, int port, int slave,
 	pvcm_route_note(pv, &key, s, slave);
 }
 
-static int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
-			  struct ib_mad *mad, size_t len)
+VISIBLE_IF_PVCM_TEST int
+pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
+	       size_t len)
 {
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
 	const struct pvcm_policy *pol;
@@ -1761,8 +1644,9 @@ static bool pvcm_from_peer(struct pvcm_entry *e, const struct ib_mad *mad)
  * @fixed: the caller chose *@slave (RoCE, by GID) and the MAD may only
  * reach an entry of that slave; otherwise *@slave is set from the entry.
  */
-static int pvcm_demux(struct mlx4_ib_dev *dev, int port, int *slave,
-		      bool fixed, struct ib_mad *mad, size_t len)
+VISIBLE_IF_PVCM_TEST int
+pvcm_demux(struct mlx4_ib_dev *dev, int port, int *slave, bool fixed,
+	   struct ib_mad *mad, size_t len)
 {
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
 	const struct pvcm_policy *pol;

@@ -2,8 +2,9 @@
 /*
  * Mutation fuzzer of the mlx4_ib PV-CM id cache.
  *
- * Like pvcm_test.c, the module builds the real cm.c with short timeouts
- * and fault injection and drives it through a fake master device.  It
+ * Like pvcm_test.c, the module links the cm.o of mlx4_ib.ko (test hooks
+ * and pvcm_priv.h internals included), sets short timeouts and drives the
+ * cache through a fake master device.  It
  * sends valid CM MADs of every attribute (and unknown ones) mutated at
  * their field boundaries through the multiplex path, from 64 VFs and from
  * slave numbers out of range, and through the demultiplex path in IB and
@@ -21,9 +22,22 @@
  * through drivers/infiniband/core/ib_selftest.h and fails the load on a
  * failed check.
  */
-#define MLX4_IB_PVCM_TEST 1
+#include <linux/debugfs.h>
+#include <linux/module.h>
+#include <linux/rhashtable.h>
+#include <linux/slab.h>
+#ifdef HAVE_LINUX_UNALIGNED_H
+#include <linux/unaligned.h>
+#else
+#include <asm/unaligned.h>
+#endif
 
-#include "cm.c"
+#include <rdma/ib_mad.h>
+#include <rdma/ib_cm.h>
+#include <rdma/ibta_vol1_c12.h>
+
+#include "mlx4_ib.h"
+#include "pvcm_priv.h"
 /* KUnit would run the cases before "iterations" and "seed" are set */
 #define IBST_KTAP_ONLY
 #include "../../core/ib_selftest.h"

@@ -2,17 +2,31 @@
 /*
  * White-box test of the mlx4_ib PV-CM id cache.
  *
- * The module builds the real cm.c (static functions included) with short
- * timeouts and fault injection and drives it with synthetic CM MADs through
- * a fake master device.  Every case ends by proving the cache empty.  It
+ * The module links the cm.o of mlx4_ib.ko, whose test hooks and internals
+ * (pvcm_priv.h) CONFIG_MLX4_IB_PVCM_TEST exposes, sets short timeouts and
+ * injects faults, and drives the cache with synthetic CM MADs through a
+ * fake master device.  Every case ends by proving the cache empty.  It
  * reports through the harness shared with ib_cm's tests
  * (drivers/infiniband/core/ib_selftest.h): KTAP from module_init, failing
  * the load on any failure, or one KUnit result per case on a kernel with
  * KUnit.
  */
-#define MLX4_IB_PVCM_TEST 1
+#include <linux/debugfs.h>
+#include <linux/module.h>
+#include <linux/rhashtable.h>
+#include <linux/slab.h>
+#ifdef HAVE_LINUX_UNALIGNED_H
+#include <linux/unaligned.h>
+#else
+#include <asm/unaligned.h>
+#endif
 
-#include "cm.c"
+#include <rdma/ib_mad.h>
+#include <rdma/ib_cm.h>
+#include <rdma/ibta_vol1_c12.h>
+
+#include "mlx4_ib.h"
+#include "pvcm_priv.h"
 #include "../../core/ib_selftest.h"
 
 #include <linux/delay.h>

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * Internals of the mlx4_ib PV-CM id cache (cm.c): the entry and route
+ * layouts and the CM MAD offsets cm.c works with.
+ *
+ * With MLX4_IB_PVCM_TEST (CONFIG_MLX4_IB_PVCM_TEST) cm.c also gives the
+ * functions and variables declared at the end external linkage, so that
+ * the test modules (pvcm_test.c, pvcm_fuzz.c), linked with the very cm.o
+ * that goes into mlx4_ib.ko, can drive the cache from the inside.  Without
+ * it they stay static and nothing but cm.c includes this header.
+ */
+#ifndef MLX4_IB_PVCM_PRIV_H
+#define MLX4_IB_PVCM_PRIV_H
+
+#include <linux/atomic.h>
+#include <linux/list.h>
+#include <linux/moduleparam.h>
+#include <linux/rcupdate.h>
+#include <linux/refcount.h>
+#include <linux/rhashtable.h>
+#include <linux/types.h>
+
+struct dentry;
+struct ib_mad;
+struct workqueue_struct;
+struct mlx4_ib_dev;
+struct mlx4_ib_pvcm;
+struct mlx4_ib_pvcm_slave;
+
+#ifdef MLX4_IB_PVCM_TEST
+#define VISIBLE_IF_PVCM_TEST
+#else
+#define VISIBLE_IF_PVCM_TEST static
+#endif
+
+#define PVCM_BATCH			256	/* entries per hold of the lock */
+#define PVCM_CM_CLASS_VERSION		2
+
+/* Byte offsets into the CM payload that follows the common MAD header. */
+#define PVCM_OFF_LOCAL_ID	0	/* connection MADs; SIDR request id */
+#define PVCM_OFF_REMOTE_ID	4	/* connection MADs except REQ */
+#define PVCM_OFF_REQ_CA_GUID	16	/* REQ: sender's CA GUID */
+#define PVCM_OFF_REQ_DGID	72	/* REQ: primary path, remote port GID */
+#define PVCM_OFF_REJ_ARI	12	/* REJ: additional reject information */
+#define PVCM_REJ_MSG_REQ	0	/* REJ: MsgRejected, the REQ was rejected */
+#define PVCM_MRA_MSG_REQ	0	/* MRA: MsgMRAed, the REQ is delayed */
+
+enum pvcm_state {
+	PVCM_PENDING,		/* on slave->pending, expires if idle */
+	PVCM_ESTABLISHED,	/* on slave->established */
+	PVCM_TIMEWAIT,		/* on slave->timewait, freed at deadline */
+	PVCM_DEAD,		/* unlinked, waiting for the last put */
+};
+
+struct pvcm_key {
+	u32 sl_cm_id;
+	u32 slave;
+};
+
+/*
+ * One mapping.  @link is used while the entry sits on a slave list and
+ * @rcu once it is off all lists; key, pv_cm_id and epoch never change.
+ * @remote_id is the peer's comm id, 0 until known: set once, before the
+ * entry is published when the VF's MAD that creates it carries it (as its
+ * remote id), else later by cmpxchg() from the VF's MADs or from the
+ * peer's REP, and read with READ_ONCE().  @sidr is set before the entry
+ * is published when a SIDR_REQ creates it, so before any wire MAD can
+ * find it.  56 bytes on 64-bit.
+ */
+struct pvcm_entry {
+	struct rhash_head hnode;
+	union {
+		struct list_head link;
+		struct rcu_head rcu;
+	};
+	struct pvcm_key key;
+	u32 pv_cm_id;
+	refcount_t ref;
+	u32 deadline;		/* jiffies, low 32 bits */
+	u32 remote_id;
+	u32 epoch;		/* the slave's epoch when it was published */
+	u8 state;
+	u8 indexed;		/* the entry is the one in pv->sl_ids */
+	u8 sidr;		/* made by a SIDR_REQ, not a connection */
+	u8 idle;		/* in TimeWait because it expired idle */
+};
+
+/* two word compares instead of the generic memcmp() of the key bytes */
+static inline int pvcm_sl_cmp(struct rhashtable_compare_arg *arg,
+			      const void *obj)
+{
+	const struct pvcm_entry *e = obj;
+	const struct pvcm_key *key = arg->key;
+
+	return e->key.sl_cm_id != key->sl_cm_id || e->key.slave != key->slave;
+}
+
+static const struct rhashtable_params pvcm_sl_params __maybe_unused = {
+	.key_len = sizeof(struct pvcm_key),
+	.key_offset = offsetof(struct pvcm_entry, key),
+	.head_offset = offsetof(struct pvcm_entry, hnode),
+	.obj_cmpfn = pvcm_sl_cmp,
+	.automatic_shrinking = true,
+};
+
+enum pvcm_route_kind {
+	PVCM_ROUTE_REQ,		/* an incoming REQ, for REJ(timeout) */
+	PVCM_ROUTE_SIDR,	/* an incoming SIDR_REQ, for the VF's SIDR_REP */
+	PVCM_ROUTE_ANSWER,	/* an incoming REQ, for the VF's answer */
+};
+
+/*
+ * REQ: the peer's CA GUID and comm id and the port, @slave 0.
+ * ANSWER: the peer's comm id, the port and the slave it went to.
+ * SIDR: the request id and the slave it went to, the rest 0.
+ */
+struct pvcm_route_key {
+	__be64 ca_guid;
+	u32 comm_id;
+	u16 port;
+	u8 kind;
+	u8 slave;
+};
+
+/*
+ * Where an incoming REQ or SIDR_REQ went (@slave).  @payer owns the route:
+ * it is on that slave's list and counts against its pvcm_max_routes.  The
+ * payer is the slave the request went to, or, for a REQ from one VF of
+ * this master to another, the sender (pvcm_note_loopback()); a repeated
+ * request keeps the payer of the route it refreshes.  @epoch is the
+ * payer's epoch when it took (or last refreshed) the route: a clean of the
+ * payer forgets only routes of an older epoch.
+ */
+struct pvcm_route {
+	struct rhash_head hnode;
+	union {
+		struct list_head link;
+		struct rcu_head rcu;
+	};
+	struct pvcm_route_key key;
+	u32 deadline;
+	u32 slave;		/* WRITE_ONCE under pv->lock, read under RCU */
+	u32 payer;		/* under pv->lock */
+	u32 epoch;		/* under pv->lock */
+};
+
+static const struct rhashtable_params pvcm_route_params __maybe_unused = {
+	.key_len = sizeof(struct pvcm_route_key),
+	.key_offset = offsetof(struct pvcm_route, key),
+	.head_offset = offsetof(struct pvcm_route, hnode),
+	.automatic_shrinking = true,
+};
+
+enum pvcm_event {
+	PVCM_EV_NONE,
+	PVCM_EV_REFRESH,
+	PVCM_EV_ESTABLISH,	/* also revives an idle-expired entry */
+	PVCM_EV_RELEASE,
+	PVCM_EV_REVIVE,		/* REP: refresh, or revive as pending */
+};
+
+#ifdef MLX4_IB_PVCM_TEST
+extern unsigned int pvcm_max_per_vf;
+extern unsigned int pvcm_pending_timeout;
+extern unsigned int pvcm_max_routes;
+extern const struct kernel_param_ops pvcm_pending_timeout_ops;
+
+/* 0 keeps the production timeout */
+extern unsigned long pvcm_test_timewait;
+extern unsigned long pvcm_test_pending;
+extern unsigned long pvcm_test_route_life;
+extern atomic_t pvcm_test_fail_nth;
+extern atomic_t pvcm_test_breaks;
+extern void (*pvcm_test_after_publish)(u32 pv_cm_id);
+
+extern struct workqueue_struct *cm_wq;
+extern atomic_long_t pvcm_objects;
+extern struct dentry *pvcm_debugfs_root;
+
+/* (a) CM MAD field helpers */
+int pvcm_local_id(const struct ib_mad *mad, u32 *id);
+int pvcm_set_local_id(struct ib_mad *mad, u32 id);
+int pvcm_remote_id(const struct ib_mad *mad, u32 *id);
+bool pvcm_rej_of_req(const struct ib_mad *mad);
+bool pvcm_rej_timeout(const struct ib_mad *mad);
+__be64 pvcm_rej_guid(const struct ib_mad *mad);
+__be64 pvcm_req_dest_if_id(const struct ib_mad *mad);
+
+/* (b) the id map */
+struct mlx4_ib_pvcm_slave *pvcm_slave(struct mlx4_ib_pvcm *pv,
+				      const struct pvcm_entry *e);
+bool pvcm_stale(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e);
+bool pvcm_usable(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e);
+void pvcm_put(struct pvcm_entry *e);
+u32 pvcm_index(const struct mlx4_ib_pvcm *pv, u32 pv_cm_id);
+u32 pvcm_id_of(const struct mlx4_ib_pvcm *pv, u32 index);
+struct pvcm_entry *pvcm_find_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id);
+struct pvcm_entry *pvcm_pin_sl(struct mlx4_ib_pvcm *pv, u32 slave,
+			       u32 sl_cm_id);
+struct pvcm_entry *pvcm_pin_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id);
+void pvcm_arm(struct mlx4_ib_pvcm *pv, u32 deadline);
+unsigned int pvcm_route_list(const struct pvcm_route *r);
+int pvcm_route_lookup(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
+		      __be64 ca_guid);
+
+/* (c) the policy */
+void pvcm_event(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e, u8 ev);
+int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
+		   struct ib_mad *mad, size_t len);
+int pvcm_demux(struct mlx4_ib_dev *dev, int port, int *slave, bool fixed,
+	       struct ib_mad *mad, size_t len);
+
+#endif /* MLX4_IB_PVCM_TEST */
+
+#endif /* MLX4_IB_PVCM_PRIV_H */
