@@ -10,17 +10,25 @@
  * this device.  A MAD a VF sends goes through the multiplex handler, a MAD
  * for a VF through the demux handler, and a model of what each end knows
  * checks every rewrite.  Loading fails with -EINVAL when a check fails.
+ * The cache is the cm.o of mlx4_ib.ko, linked in as built (run links a
+ * mutant's cm.o instead); the test hooks CONFIG_MLX4_IB_PVCM_TEST builds
+ * into it set the timeouts.
  */
-#define MLX4_IB_PVCM_TEST 1
+#include <linux/delay.h>
+#include <linux/module.h>
+#include <linux/slab.h>
 
-/* the cache under test, static functions and test hooks included */
-#include "cm.c"
+#include <rdma/ib_mad.h>
+#include <rdma/ib_cm.h>
+#include <rdma/ibta_vol1_c12.h>
 
-/* KTAP lines must start at the beginning of the message */
+#include "mlx4_ib.h"
+/* the test hooks of the cm.o this module is linked with */
+#include "pvcm_priv.h"
+
+/* KTAP lines must start at the beginning of the message (not mlx4_ib.h's) */
 #undef pr_fmt
 #define pr_fmt(fmt) fmt
-
-#include <linux/delay.h>
 
 /**
  * struct replay_msg - one CM MAD of the capture
