@@ -196,23 +196,29 @@ static void test_req_roundtrip(void)
 	reset_mad();
 	cmc_put_req((struct cm_req_msg *)mad, &r);
 	cmc_get_req((struct cm_req_msg *)mad, &back);
-	IBST_EXPECT(back.local_comm_id == r.local_comm_id);
-	IBST_EXPECT(back.vendor_id == r.vendor_id);
-	IBST_EXPECT(back.service_id == r.service_id);
-	IBST_EXPECT(back.local_qpn == r.local_qpn);
-	IBST_EXPECT(back.remote_resp_timeout == r.remote_resp_timeout);
-	IBST_EXPECT(back.transport == 1 && back.flow_ctrl == 1);
-	IBST_EXPECT(back.local_resp_timeout == 0x13 && back.retry_count == 5);
-	IBST_EXPECT(back.mtu == 4 && back.rnr_retry == 7);
-	IBST_EXPECT(back.max_cm_retries == 15 && back.srq == 1);
-	IBST_EXPECT(back.primary.flow_label == 0xabcde);
-	IBST_EXPECT(back.primary.rate == 0x2a && back.primary.sl == 0xc);
-	IBST_EXPECT(back.primary.subnet_local == 1);
-	IBST_EXPECT(back.primary.ack_timeout == 0x11);
-	IBST_EXPECT(!memcmp(&back.primary.remote_gid, &r.primary.remote_gid,
-			    16));
-	IBST_EXPECT(back.alt.local_lid == 0x9abc && back.sap_supported == 1);
-	IBST_EXPECT(back.pdata == mad + 164 && back.pdata_len == 92);
+	IBST_EXPECT_EQ(back.local_comm_id, r.local_comm_id);
+	IBST_EXPECT_EQ(back.vendor_id, r.vendor_id);
+	IBST_EXPECT_EQ(back.service_id, r.service_id);
+	IBST_EXPECT_EQ(back.local_qpn, r.local_qpn);
+	IBST_EXPECT_EQ(back.remote_resp_timeout, r.remote_resp_timeout);
+	IBST_EXPECT_EQ(back.transport, 1);
+	IBST_EXPECT_EQ(back.flow_ctrl, 1);
+	IBST_EXPECT_EQ(back.local_resp_timeout, 0x13);
+	IBST_EXPECT_EQ(back.retry_count, 5);
+	IBST_EXPECT_EQ(back.mtu, 4);
+	IBST_EXPECT_EQ(back.rnr_retry, 7);
+	IBST_EXPECT_EQ(back.max_cm_retries, 15);
+	IBST_EXPECT_EQ(back.srq, 1);
+	IBST_EXPECT_EQ(back.primary.flow_label, 0xabcde);
+	IBST_EXPECT_EQ(back.primary.rate, 0x2a);
+	IBST_EXPECT_EQ(back.primary.sl, 0xc);
+	IBST_EXPECT_EQ(back.primary.subnet_local, 1);
+	IBST_EXPECT_EQ(back.primary.ack_timeout, 0x11);
+	IBST_EXPECT_MEMEQ(&back.primary.remote_gid, &r.primary.remote_gid, 16);
+	IBST_EXPECT_EQ(back.alt.local_lid, 0x9abc);
+	IBST_EXPECT_EQ(back.sap_supported, 1);
+	IBST_EXPECT_PTR_EQ(back.pdata, mad + 164);
+	IBST_EXPECT_EQ(back.pdata_len, 92);
 }
 
 static void test_req_no_alt(void)
@@ -252,18 +258,23 @@ static void test_path_ib(void)
 
 	fill_sa_path(&p, SA_PATH_REC_TYPE_IB, 0x12, 0x34);
 	cmc_path_from_sa(&w, &p, 0x77, 15);
-	IBST_EXPECT(w.subnet_local == 1);
-	IBST_EXPECT(w.local_lid == 0x12 && w.remote_lid == 0x34);
-	IBST_EXPECT(!memcmp(&w.local_gid, &p.sgid, sizeof(p.sgid)));
-	IBST_EXPECT(!memcmp(&w.remote_gid, &p.dgid, sizeof(p.dgid)));
-	IBST_EXPECT(w.flow_label == 0x12345 && w.sl == 3 && w.tclass == 0x20);
-	IBST_EXPECT(w.rate == IB_RATE_100_GBPS);
-	IBST_EXPECT(w.ack_timeout == cmc_ack_timeout(15, 14));
+	IBST_EXPECT_EQ(w.subnet_local, 1);
+	IBST_EXPECT_EQ(w.local_lid, 0x12);
+	IBST_EXPECT_EQ(w.remote_lid, 0x34);
+	IBST_EXPECT_MEMEQ(&w.local_gid, &p.sgid, sizeof(p.sgid));
+	IBST_EXPECT_MEMEQ(&w.remote_gid, &p.dgid, sizeof(p.dgid));
+	IBST_EXPECT_EQ(w.flow_label, 0x12345);
+	IBST_EXPECT_EQ(w.sl, 3);
+	IBST_EXPECT_EQ(w.tclass, 0x20);
+	IBST_EXPECT_EQ(w.rate, IB_RATE_100_GBPS);
+	IBST_EXPECT_EQ(w.ack_timeout, cmc_ack_timeout(15, 14));
 
 	p.hop_limit = 2;
 	cmc_path_from_sa(&w, &p, 0x77, 15);
-	IBST_EXPECT(w.subnet_local == 0 && w.hop_limit == 2);
-	IBST_EXPECT(w.local_lid == 0x77 && w.remote_lid == 0xffff);
+	IBST_EXPECT_EQ(w.subnet_local, 0);
+	IBST_EXPECT_EQ(w.hop_limit, 2);
+	IBST_EXPECT_EQ(w.local_lid, 0x77);
+	IBST_EXPECT_EQ(w.remote_lid, 0xffff);
 }
 
 /*
@@ -279,18 +290,20 @@ static void test_path_opa_lids(void)
 
 	fill_sa_path(&p, SA_PATH_REC_TYPE_OPA, 0x10005, 0x20);
 	cmc_path_from_sa(&w, &p, 0xffff, 15);
-	IBST_EXPECT(w.subnet_local == 1);
-	IBST_EXPECT(w.local_lid == 0 && w.remote_lid == 0);
-	IBST_EXPECT(!memcmp(&w.local_gid.raw[8], opa_slid, 8));
+	IBST_EXPECT_EQ(w.subnet_local, 1);
+	IBST_EXPECT_EQ(w.local_lid, 0);
+	IBST_EXPECT_EQ(w.remote_lid, 0);
+	IBST_EXPECT_MEMEQ(&w.local_gid.raw[8], opa_slid, 8);
 	IBST_EXPECT(ib_is_opa_gid(&w.remote_gid));
-	IBST_EXPECT(opa_get_lid_from_gid(&w.remote_gid) == 0x20);
-	IBST_EXPECT(w.local_gid.global.subnet_prefix ==
-		    p.sgid.global.subnet_prefix);
+	IBST_EXPECT_EQ(opa_get_lid_from_gid(&w.remote_gid), 0x20);
+	IBST_EXPECT_EQ(w.local_gid.global.subnet_prefix,
+		       p.sgid.global.subnet_prefix);
 
 	fill_sa_path(&p, SA_PATH_REC_TYPE_OPA, 0x5, 0xbfff);
 	cmc_path_from_sa(&w, &p, 0xffff, 15);
-	IBST_EXPECT(w.local_lid == 0x5 && w.remote_lid == 0xbfff);
-	IBST_EXPECT(!memcmp(&w.local_gid, &p.sgid, sizeof(p.sgid)));
+	IBST_EXPECT_EQ(w.local_lid, 0x5);
+	IBST_EXPECT_EQ(w.remote_lid, 0xbfff);
+	IBST_EXPECT_MEMEQ(&w.local_gid, &p.sgid, sizeof(p.sgid));
 	IBST_EXPECT(!ib_is_opa_gid(&w.local_gid));
 }
 
@@ -313,27 +326,28 @@ static void test_path_opa_req_received(void)
 	cmc_put_req((struct cm_req_msg *)mad, &r);
 	cmc_get_req((struct cm_req_msg *)mad, &got);
 	IBST_EXPECT(cmc_req_has_alt((struct cm_req_msg *)mad));
-	IBST_EXPECT(got.alt.local_lid == 0 && got.alt.remote_lid == 0);
+	IBST_EXPECT_EQ(got.alt.local_lid, 0);
+	IBST_EXPECT_EQ(got.alt.remote_lid, 0);
 
-	IBST_EXPECT(cmc_path_type(&got.primary.local_gid, true) ==
-		    SA_PATH_REC_TYPE_OPA);
-	IBST_EXPECT(cmc_path_type(&got.primary.local_gid, false) ==
-		    SA_PATH_REC_TYPE_IB);
-	IBST_EXPECT(cmc_path_type(&p.sgid, true) == SA_PATH_REC_TYPE_IB);
+	IBST_EXPECT_EQ(cmc_path_type(&got.primary.local_gid, true),
+		       SA_PATH_REC_TYPE_OPA);
+	IBST_EXPECT_EQ(cmc_path_type(&got.primary.local_gid, false),
+		       SA_PATH_REC_TYPE_IB);
+	IBST_EXPECT_EQ(cmc_path_type(&p.sgid, true), SA_PATH_REC_TYPE_IB);
 
 	memset(&back, 0, sizeof(back));
 	back.rec_type = SA_PATH_REC_TYPE_OPA;
 	cmc_path_to_sa(&got.primary, &back, 0x99);
-	IBST_EXPECT(be32_to_cpu(back.opa.dlid) == 0x10005);
-	IBST_EXPECT(be32_to_cpu(back.opa.slid) == 0x20);
-	IBST_EXPECT(!memcmp(&back.dgid, &got.primary.local_gid, 16));
-	IBST_EXPECT(back.packet_life_time == cmc_ack_timeout(15, 14) - 1);
+	IBST_EXPECT_EQ(be32_to_cpu(back.opa.dlid), 0x10005);
+	IBST_EXPECT_EQ(be32_to_cpu(back.opa.slid), 0x20);
+	IBST_EXPECT_MEMEQ(&back.dgid, &got.primary.local_gid, 16);
+	IBST_EXPECT_EQ(back.packet_life_time, cmc_ack_timeout(15, 14) - 1);
 
 	memset(&back, 0, sizeof(back));
 	back.rec_type = SA_PATH_REC_TYPE_OPA;
 	cmc_path_to_sa(&got.alt, &back, got.alt.local_lid);
-	IBST_EXPECT(be32_to_cpu(back.opa.dlid) == 0x20006);
-	IBST_EXPECT(be32_to_cpu(back.opa.slid) == 0x30007);
+	IBST_EXPECT_EQ(be32_to_cpu(back.opa.dlid), 0x20006);
+	IBST_EXPECT_EQ(be32_to_cpu(back.opa.slid), 0x30007);
 }
 
 /* IB takes the destination LID from the caller; RoCE records carry none. */
@@ -347,22 +361,26 @@ static void test_path_to_sa_ib_roce(void)
 	memset(&back, 0, sizeof(back));
 	back.rec_type = SA_PATH_REC_TYPE_IB;
 	cmc_path_to_sa(&w, &back, 0x56);
-	IBST_EXPECT(be16_to_cpu(back.ib.dlid) == 0x56);
-	IBST_EXPECT(be16_to_cpu(back.ib.slid) == 0x34);
-	IBST_EXPECT(!memcmp(&back.sgid, &p.dgid, 16));
-	IBST_EXPECT(!memcmp(&back.dgid, &p.sgid, 16));
-	IBST_EXPECT(back.sl == 3 && back.traffic_class == 0x20);
-	IBST_EXPECT(be32_to_cpu(back.flow_label) == 0x12345);
-	IBST_EXPECT(back.reversible == 1 && back.mtu_selector == IB_SA_EQ);
+	IBST_EXPECT_EQ(be16_to_cpu(back.ib.dlid), 0x56);
+	IBST_EXPECT_EQ(be16_to_cpu(back.ib.slid), 0x34);
+	IBST_EXPECT_MEMEQ(&back.sgid, &p.dgid, 16);
+	IBST_EXPECT_MEMEQ(&back.dgid, &p.sgid, 16);
+	IBST_EXPECT_EQ(back.sl, 3);
+	IBST_EXPECT_EQ(back.traffic_class, 0x20);
+	IBST_EXPECT_EQ(be32_to_cpu(back.flow_label), 0x12345);
+	IBST_EXPECT_EQ(back.reversible, 1);
+	IBST_EXPECT_EQ(back.mtu_selector, IB_SA_EQ);
 
 	fill_sa_path(&p, SA_PATH_REC_TYPE_ROCE_V2, 0, 0);
 	p.hop_limit = 64;
 	cmc_path_from_sa(&w, &p, 0xffff, 15);
-	IBST_EXPECT(w.subnet_local == 0 && w.remote_lid == 0xffff);
+	IBST_EXPECT_EQ(w.subnet_local, 0);
+	IBST_EXPECT_EQ(w.remote_lid, 0xffff);
 	memset(&back, 0xa5, sizeof(back));
 	back.rec_type = SA_PATH_REC_TYPE_ROCE_V2;
 	cmc_path_to_sa(&w, &back, 0x56);
-	IBST_EXPECT(!back.roce.route_resolved && back.hop_limit == 64);
+	IBST_EXPECT(!back.roce.route_resolved);
+	IBST_EXPECT_EQ(back.hop_limit, 64);
 }
 
 static void test_rep_layout(void)
@@ -401,10 +419,13 @@ static void test_rep_layout(void)
 	WANT(52, 1, 2, 3, 4, 5, 6, 7, 8);
 	WANT(60, 0x5a, 0xa5);
 	cmc_get_rep((struct cm_rep_msg *)mad, &back);
-	IBST_EXPECT(back.vendor_id == 0x112233 && back.local_qpn == 0xa1b2c3);
-	IBST_EXPECT(back.target_ack_delay == 0x1f && back.failover == 2);
-	IBST_EXPECT(back.rnr_retry == 5 && back.srq == 1);
-	IBST_EXPECT(back.flow_ctrl == 1);
+	IBST_EXPECT_EQ(back.vendor_id, 0x112233);
+	IBST_EXPECT_EQ(back.local_qpn, 0xa1b2c3);
+	IBST_EXPECT_EQ(back.target_ack_delay, 0x1f);
+	IBST_EXPECT_EQ(back.failover, 2);
+	IBST_EXPECT_EQ(back.rnr_retry, 5);
+	IBST_EXPECT_EQ(back.srq, 1);
+	IBST_EXPECT_EQ(back.flow_ctrl, 1);
 }
 
 static void test_rej_layout(void)
@@ -431,8 +452,9 @@ static void test_rej_layout(void)
 	WANT(36, 1, 2, 3, 4, 5, 6, 7, 8);
 	WANT(108, 0x77);
 	cmc_get_rej((struct cm_rej_msg *)mad, &back);
-	IBST_EXPECT(back.reason == 28 && back.ari_len == 8);
-	IBST_EXPECT(back.msg_rejected == CMC_MSG_OTHER);
+	IBST_EXPECT_EQ(back.reason, 28);
+	IBST_EXPECT_EQ(back.ari_len, 8);
+	IBST_EXPECT_EQ(back.msg_rejected, CMC_MSG_OTHER);
 }
 
 static void test_mra_layout(void)
@@ -449,9 +471,9 @@ static void test_mra_layout(void)
 	WANT(24, 0, 0, 0, 1, 0, 0, 0, 2);
 	WANT(32, 0x40, 0xd0);	/* MRAed 1 << 6; timeout 0x1a << 3 */
 	cmc_get_mra((struct cm_mra_msg *)mad, &back);
-	IBST_EXPECT(back.msg_mraed == CMC_MSG_REP);
-	IBST_EXPECT(back.service_timeout == 0x1a);
-	IBST_EXPECT(back.pdata == mad + 34);
+	IBST_EXPECT_EQ(back.msg_mraed, CMC_MSG_REP);
+	IBST_EXPECT_EQ(back.service_timeout, 0x1a);
+	IBST_EXPECT_PTR_EQ(back.pdata, mad + 34);
 }
 
 static void test_short_messages(void)
@@ -482,7 +504,8 @@ static void test_short_messages(void)
 	WANT(24, 0, 0, 0, 3, 0, 0, 0, 4);
 	WANT(32, 0xfe, 0xdc, 0xba, 0x00, 0x42);	/* QPN/EECN, rsvd, data */
 	cmc_get_dreq((struct cm_dreq_msg *)mad, &dback);
-	IBST_EXPECT(dback.remote_qpn == 0xfedcba && dback.pdata == mad + 36);
+	IBST_EXPECT_EQ(dback.remote_qpn, 0xfedcba);
+	IBST_EXPECT_PTR_EQ(dback.pdata, mad + 36);
 }
 
 static void test_sidr_layout(void)
@@ -517,9 +540,11 @@ static void test_sidr_layout(void)
 	WANT(44, 0x11, 0x11, 0x22, 0x22);
 	WANT(48, 0x99, 0x88);
 	cmc_get_sidr_rep((struct cm_sidr_rep_msg *)mad, &back);
-	IBST_EXPECT(back.status == IB_SIDR_NO_QP && back.qpn == 0xabcd);
-	IBST_EXPECT(back.vendor_id == 0x123456 && back.info_len == 2);
-	IBST_EXPECT(back.pdata == mad + 120);
+	IBST_EXPECT_EQ(back.status, IB_SIDR_NO_QP);
+	IBST_EXPECT_EQ(back.qpn, 0xabcd);
+	IBST_EXPECT_EQ(back.vendor_id, 0x123456);
+	IBST_EXPECT_EQ(back.info_len, 2);
+	IBST_EXPECT_PTR_EQ(back.pdata, mad + 120);
 }
 
 static void test_lap_apr_decode(void)
@@ -549,15 +574,22 @@ static void test_lap_apr_decode(void)
 	mad[87] = 0x0c << 3;			/* ACK timeout 12 */
 	mad[88] = 0xaa;				/* private data */
 	cmc_get_lap((struct cm_lap_msg *)mad, &l);
-	IBST_EXPECT(l.local_comm_id == 7 && l.remote_comm_id == 9);
-	IBST_EXPECT(l.remote_qpn == 0x123456 && l.remote_resp_timeout == 14);
-	IBST_EXPECT(l.alt.local_lid == 0x42 && l.alt.remote_lid == 0x43);
-	IBST_EXPECT(l.alt.local_gid.raw[0] == 0xfe);
-	IBST_EXPECT(l.alt.remote_gid.raw[15] == 1);
-	IBST_EXPECT(l.alt.flow_label == 0x12345 && l.alt.tclass == 7);
-	IBST_EXPECT(l.alt.hop_limit == 0x40 && l.alt.rate == 3);
-	IBST_EXPECT(l.alt.sl == 5 && l.alt.subnet_local == 1);
-	IBST_EXPECT(l.alt.ack_timeout == 12 && *(u8 *)l.pdata == 0xaa);
+	IBST_EXPECT_EQ(l.local_comm_id, 7);
+	IBST_EXPECT_EQ(l.remote_comm_id, 9);
+	IBST_EXPECT_EQ(l.remote_qpn, 0x123456);
+	IBST_EXPECT_EQ(l.remote_resp_timeout, 14);
+	IBST_EXPECT_EQ(l.alt.local_lid, 0x42);
+	IBST_EXPECT_EQ(l.alt.remote_lid, 0x43);
+	IBST_EXPECT_EQ(l.alt.local_gid.raw[0], 0xfe);
+	IBST_EXPECT_EQ(l.alt.remote_gid.raw[15], 1);
+	IBST_EXPECT_EQ(l.alt.flow_label, 0x12345);
+	IBST_EXPECT_EQ(l.alt.tclass, 7);
+	IBST_EXPECT_EQ(l.alt.hop_limit, 0x40);
+	IBST_EXPECT_EQ(l.alt.rate, 3);
+	IBST_EXPECT_EQ(l.alt.sl, 5);
+	IBST_EXPECT_EQ(l.alt.subnet_local, 1);
+	IBST_EXPECT_EQ(l.alt.ack_timeout, 12);
+	IBST_EXPECT_EQ(*(u8 *)l.pdata, 0xaa);
 
 	reset_mad();
 	mad[32] = 4;				/* additional info length */
@@ -565,8 +597,10 @@ static void test_lap_apr_decode(void)
 	mad[36] = 0x5e;
 	mad[108] = 0x6f;
 	cmc_get_apr((struct cm_apr_msg *)mad, &a);
-	IBST_EXPECT(a.info_len == 4 && a.status == IB_CM_APR_INVALID_LID);
-	IBST_EXPECT(*(u8 *)a.info == 0x5e && *(u8 *)a.pdata == 0x6f);
+	IBST_EXPECT_EQ(a.info_len, 4);
+	IBST_EXPECT_EQ(a.status, IB_CM_APR_INVALID_LID);
+	IBST_EXPECT_EQ(*(u8 *)a.info, 0x5e);
+	IBST_EXPECT_EQ(*(u8 *)a.pdata, 0x6f);
 }
 
 /*
@@ -709,8 +743,9 @@ static void test_req_descriptors(void)
 	for (n = 0; n < DESC_ROUNDS; n++) {
 		random_mad(n);
 		cmc_get_req(s, &r);
-		IBST_EXPECT(r.pdata == IBA_GET_MEM_PTR(CM_REQ_PRIVATE_DATA, s));
-		IBST_EXPECT(r.pdata_len == CMC_MEM_SIZE(CM_REQ_PRIVATE_DATA));
+		IBST_EXPECT_PTR_EQ(r.pdata,
+				   IBA_GET_MEM_PTR(CM_REQ_PRIVATE_DATA, s));
+		IBST_EXPECT_EQ(r.pdata_len, CMC_MEM_SIZE(CM_REQ_PRIVATE_DATA));
 		take_req((struct cm_req_msg *)seen, &r);
 		r.pdata_len = PDATA_LEN(n);
 		cmc_put_req((struct cm_req_msg *)mad, &r);
@@ -766,8 +801,9 @@ static void test_rep_descriptors(void)
 	for (n = 0; n < DESC_ROUNDS; n++) {
 		random_mad(n);
 		cmc_get_rep(s, &r);
-		IBST_EXPECT(r.pdata == IBA_GET_MEM_PTR(CM_REP_PRIVATE_DATA, s));
-		IBST_EXPECT(r.pdata_len == CMC_MEM_SIZE(CM_REP_PRIVATE_DATA));
+		IBST_EXPECT_PTR_EQ(r.pdata,
+				   IBA_GET_MEM_PTR(CM_REP_PRIVATE_DATA, s));
+		IBST_EXPECT_EQ(r.pdata_len, CMC_MEM_SIZE(CM_REP_PRIVATE_DATA));
 		take_rep((struct cm_rep_msg *)seen, &r);
 		r.pdata_len = PDATA_LEN(n);
 		cmc_put_rep((struct cm_rep_msg *)mad, &r);
@@ -800,9 +836,10 @@ static void test_rej_descriptors(void)
 	for (n = 0; n < DESC_ROUNDS; n++) {
 		random_mad(n);
 		cmc_get_rej(s, &r);
-		IBST_EXPECT(r.ari == IBA_GET_MEM_PTR(CM_REJ_ARI, s));
-		IBST_EXPECT(r.pdata == IBA_GET_MEM_PTR(CM_REJ_PRIVATE_DATA, s));
-		IBST_EXPECT(r.pdata_len == CMC_MEM_SIZE(CM_REJ_PRIVATE_DATA));
+		IBST_EXPECT_PTR_EQ(r.ari, IBA_GET_MEM_PTR(CM_REJ_ARI, s));
+		IBST_EXPECT_PTR_EQ(r.pdata,
+				   IBA_GET_MEM_PTR(CM_REJ_PRIVATE_DATA, s));
+		IBST_EXPECT_EQ(r.pdata_len, CMC_MEM_SIZE(CM_REJ_PRIVATE_DATA));
 		take_rej((struct cm_rej_msg *)seen, &r);
 		r.pdata_len = PDATA_LEN(n);
 		if (n & 1)
@@ -833,8 +870,9 @@ static void test_mra_descriptors(void)
 	for (n = 0; n < DESC_ROUNDS; n++) {
 		random_mad(n);
 		cmc_get_mra(s, &r);
-		IBST_EXPECT(r.pdata == IBA_GET_MEM_PTR(CM_MRA_PRIVATE_DATA, s));
-		IBST_EXPECT(r.pdata_len == CMC_MEM_SIZE(CM_MRA_PRIVATE_DATA));
+		IBST_EXPECT_PTR_EQ(r.pdata,
+				   IBA_GET_MEM_PTR(CM_MRA_PRIVATE_DATA, s));
+		IBST_EXPECT_EQ(r.pdata_len, CMC_MEM_SIZE(CM_MRA_PRIVATE_DATA));
 		take_mra((struct cm_mra_msg *)seen, &r);
 		r.pdata_len = PDATA_LEN(n);
 		cmc_put_mra((struct cm_mra_msg *)mad, &r);
@@ -874,9 +912,10 @@ static void test_short_descriptors(void)
 	for (n = 0; n < DESC_ROUNDS; n++) {
 		random_mad(n);
 		cmc_get_rtu((struct cm_rtu_msg *)src, &r);
-		IBST_EXPECT(r.pdata == IBA_GET_MEM_PTR(CM_RTU_PRIVATE_DATA,
-						       (struct cm_rtu_msg *)src));
-		IBST_EXPECT(r.pdata_len == CMC_MEM_SIZE(CM_RTU_PRIVATE_DATA));
+		IBST_EXPECT_PTR_EQ(r.pdata,
+				   IBA_GET_MEM_PTR(CM_RTU_PRIVATE_DATA,
+						   (struct cm_rtu_msg *)src));
+		IBST_EXPECT_EQ(r.pdata_len, CMC_MEM_SIZE(CM_RTU_PRIVATE_DATA));
 		take_rtu((struct cm_rtu_msg *)seen, &r);
 		r.pdata_len = PDATA_LEN(n);
 		cmc_put_rtu((struct cm_rtu_msg *)mad, &r);
@@ -885,9 +924,10 @@ static void test_short_descriptors(void)
 
 		random_mad(n);
 		cmc_get_drep((struct cm_drep_msg *)src, &r);
-		IBST_EXPECT(r.pdata == IBA_GET_MEM_PTR(CM_DREP_PRIVATE_DATA,
-						       (struct cm_drep_msg *)src));
-		IBST_EXPECT(r.pdata_len == CMC_MEM_SIZE(CM_DREP_PRIVATE_DATA));
+		IBST_EXPECT_PTR_EQ(r.pdata,
+				   IBA_GET_MEM_PTR(CM_DREP_PRIVATE_DATA,
+						   (struct cm_drep_msg *)src));
+		IBST_EXPECT_EQ(r.pdata_len, CMC_MEM_SIZE(CM_DREP_PRIVATE_DATA));
 		take_drep((struct cm_drep_msg *)seen, &r);
 		r.pdata_len = PDATA_LEN(n);
 		cmc_put_drep((struct cm_drep_msg *)mad, &r);
@@ -896,9 +936,10 @@ static void test_short_descriptors(void)
 
 		random_mad(n);
 		cmc_get_dreq((struct cm_dreq_msg *)src, &d);
-		IBST_EXPECT(d.pdata == IBA_GET_MEM_PTR(CM_DREQ_PRIVATE_DATA,
-						       (struct cm_dreq_msg *)src));
-		IBST_EXPECT(d.pdata_len == CMC_MEM_SIZE(CM_DREQ_PRIVATE_DATA));
+		IBST_EXPECT_PTR_EQ(d.pdata,
+				   IBA_GET_MEM_PTR(CM_DREQ_PRIVATE_DATA,
+						   (struct cm_dreq_msg *)src));
+		IBST_EXPECT_EQ(d.pdata_len, CMC_MEM_SIZE(CM_DREQ_PRIVATE_DATA));
 		take_dreq((struct cm_dreq_msg *)seen, &d);
 		d.pdata_len = PDATA_LEN(n);
 		cmc_put_dreq((struct cm_dreq_msg *)mad, &d);
@@ -943,10 +984,10 @@ static void test_sidr_descriptors(void)
 	for (n = 0; n < DESC_ROUNDS; n++) {
 		random_mad(n);
 		cmc_get_sidr_req(sq, &q);
-		IBST_EXPECT(q.pdata ==
-			    IBA_GET_MEM_PTR(CM_SIDR_REQ_PRIVATE_DATA, sq));
-		IBST_EXPECT(q.pdata_len ==
-			    CMC_MEM_SIZE(CM_SIDR_REQ_PRIVATE_DATA));
+		IBST_EXPECT_PTR_EQ(q.pdata,
+				   IBA_GET_MEM_PTR(CM_SIDR_REQ_PRIVATE_DATA, sq));
+		IBST_EXPECT_EQ(q.pdata_len,
+			       CMC_MEM_SIZE(CM_SIDR_REQ_PRIVATE_DATA));
 		take_sidr_req((struct cm_sidr_req_msg *)seen, &q);
 		q.pdata_len = PDATA_LEN(n);
 		cmc_put_sidr_req((struct cm_sidr_req_msg *)mad, &q);
@@ -955,13 +996,12 @@ static void test_sidr_descriptors(void)
 
 		random_mad(n);
 		cmc_get_sidr_rep(sp, &p);
-		IBST_EXPECT(p.info ==
-			    IBA_GET_MEM_PTR(CM_SIDR_REP_ADDITIONAL_INFORMATION,
-					    sp));
-		IBST_EXPECT(p.pdata ==
-			    IBA_GET_MEM_PTR(CM_SIDR_REP_PRIVATE_DATA, sp));
-		IBST_EXPECT(p.pdata_len ==
-			    CMC_MEM_SIZE(CM_SIDR_REP_PRIVATE_DATA));
+		IBST_EXPECT_PTR_EQ(p.info,
+				   IBA_GET_MEM_PTR(CM_SIDR_REP_ADDITIONAL_INFORMATION, sp));
+		IBST_EXPECT_PTR_EQ(p.pdata,
+				   IBA_GET_MEM_PTR(CM_SIDR_REP_PRIVATE_DATA, sp));
+		IBST_EXPECT_EQ(p.pdata_len,
+			       CMC_MEM_SIZE(CM_SIDR_REP_PRIVATE_DATA));
 		take_sidr_rep((struct cm_sidr_rep_msg *)seen, &p);
 		p.pdata_len = PDATA_LEN(n);
 		if (n & 1)
@@ -990,7 +1030,8 @@ static void test_lap_apr_descriptors(void)
 	for (n = 0; n < DESC_ROUNDS; n++) {
 		random_mad(n);
 		cmc_get_lap(sl, &l);
-		IBST_EXPECT(l.pdata == IBA_GET_MEM_PTR(CM_LAP_PRIVATE_DATA, sl));
+		IBST_EXPECT_PTR_EQ(l.pdata,
+				   IBA_GET_MEM_PTR(CM_LAP_PRIVATE_DATA, sl));
 		TAKE(ml, LAP_LOCAL_COMM_ID, l.local_comm_id);
 		TAKE(ml, LAP_REMOTE_COMM_ID, l.remote_comm_id);
 		TAKE(ml, LAP_REMOTE_QPN_EECN, l.remote_qpn);
@@ -999,9 +1040,10 @@ static void test_lap_apr_descriptors(void)
 
 		random_mad(n);
 		cmc_get_apr(sa, &a);
-		IBST_EXPECT(a.info ==
-			    IBA_GET_MEM_PTR(CM_APR_ADDITIONAL_INFORMATION, sa));
-		IBST_EXPECT(a.pdata == IBA_GET_MEM_PTR(CM_APR_PRIVATE_DATA, sa));
+		IBST_EXPECT_PTR_EQ(a.info,
+				   IBA_GET_MEM_PTR(CM_APR_ADDITIONAL_INFORMATION, sa));
+		IBST_EXPECT_PTR_EQ(a.pdata,
+				   IBA_GET_MEM_PTR(CM_APR_PRIVATE_DATA, sa));
 		TAKE(ma, APR_LOCAL_COMM_ID, a.local_comm_id);
 		TAKE(ma, APR_REMOTE_COMM_ID, a.remote_comm_id);
 		TAKE(ma, APR_ADDITIONAL_INFORMATION_LENGTH, a.info_len);
@@ -1014,35 +1056,38 @@ static void test_qp_types(void)
 	u8 t, e;
 
 	reset_mad();
-	IBST_EXPECT(!cmc_qp_type_to_wire(IB_QPT_RC, &t, &e));
-	IBST_EXPECT(t == 0 && e == 0);
-	IBST_EXPECT(!cmc_qp_type_to_wire(IB_QPT_UC, &t, &e));
-	IBST_EXPECT(t == 1 && e == 0);
-	IBST_EXPECT(!cmc_qp_type_to_wire(IB_QPT_XRC_INI, &t, &e));
-	IBST_EXPECT(t == 3 && e == 1);
-	IBST_EXPECT(cmc_qp_type_to_wire(IB_QPT_UD, &t, &e) == -EINVAL);
-	IBST_EXPECT(cmc_qp_type_from_wire(0, 0) == IB_QPT_RC);
-	IBST_EXPECT(cmc_qp_type_from_wire(1, 0) == IB_QPT_UC);
-	IBST_EXPECT(cmc_qp_type_from_wire(3, 1) == IB_QPT_XRC_TGT);
-	IBST_EXPECT(cmc_qp_type_from_wire(2, 0) == 0);
+	IBST_EXPECT_EQ(cmc_qp_type_to_wire(IB_QPT_RC, &t, &e), 0);
+	IBST_EXPECT_EQ(t, 0);
+	IBST_EXPECT_EQ(e, 0);
+	IBST_EXPECT_EQ(cmc_qp_type_to_wire(IB_QPT_UC, &t, &e), 0);
+	IBST_EXPECT_EQ(t, 1);
+	IBST_EXPECT_EQ(e, 0);
+	IBST_EXPECT_EQ(cmc_qp_type_to_wire(IB_QPT_XRC_INI, &t, &e), 0);
+	IBST_EXPECT_EQ(t, 3);
+	IBST_EXPECT_EQ(e, 1);
+	IBST_EXPECT_EQ(cmc_qp_type_to_wire(IB_QPT_UD, &t, &e), -EINVAL);
+	IBST_EXPECT_EQ(cmc_qp_type_from_wire(0, 0), IB_QPT_RC);
+	IBST_EXPECT_EQ(cmc_qp_type_from_wire(1, 0), IB_QPT_UC);
+	IBST_EXPECT_EQ(cmc_qp_type_from_wire(3, 1), IB_QPT_XRC_TGT);
+	IBST_EXPECT_EQ(cmc_qp_type_from_wire(2, 0), 0);
 }
 
 static void test_timing(void)
 {
 	reset_mad();
 	/* 2^15 + 2^15 = 2^16 */
-	IBST_EXPECT(cmc_ack_timeout(15, 14) == 16);
+	IBST_EXPECT_EQ(cmc_ack_timeout(15, 14), 16);
 	/* ACK delay negligible against 2 * 2^20 */
-	IBST_EXPECT(cmc_ack_timeout(0, 20) == 21);
+	IBST_EXPECT_EQ(cmc_ack_timeout(0, 20), 21);
 	/* 2^20 + 2^19: rounded up */
-	IBST_EXPECT(cmc_ack_timeout(20, 18) == 21);
+	IBST_EXPECT_EQ(cmc_ack_timeout(20, 18), 21);
 	/* 2^20 + 2^17: the larger term wins */
-	IBST_EXPECT(cmc_ack_timeout(20, 16) == 20);
-	IBST_EXPECT(cmc_ack_timeout(31, 31) == 31);
-	IBST_EXPECT(cmc_iba_time_to_ms(0) == 1);
-	IBST_EXPECT(cmc_iba_time_to_ms(9) == 2);
-	IBST_EXPECT(cmc_iba_time_to_ms(18) == 1024);
-	IBST_EXPECT(cmc_iba_time_to_ms(40) == 1U << 23);
+	IBST_EXPECT_EQ(cmc_ack_timeout(20, 16), 20);
+	IBST_EXPECT_EQ(cmc_ack_timeout(31, 31), 31);
+	IBST_EXPECT_EQ(cmc_iba_time_to_ms(0), 1);
+	IBST_EXPECT_EQ(cmc_iba_time_to_ms(9), 2);
+	IBST_EXPECT_EQ(cmc_iba_time_to_ms(18), 1024);
+	IBST_EXPECT_EQ(cmc_iba_time_to_ms(40), 1U << 23);
 }
 
 static struct cm_tw *tw_make(u32 lid, u32 rid, u32 qpn, u64 guid)
@@ -1078,17 +1123,19 @@ static void test_tw_conflicts(void)
 		goto out;
 	}
 	spin_lock_irq(&tw_lock);
-	IBST_EXPECT(!cm_tw_insert_rid(a) && !cm_tw_insert_rqpn(a));
-	IBST_EXPECT(cm_tw_insert_rid(b) == a);
-	IBST_EXPECT(!cm_tw_insert_rid(c));
-	IBST_EXPECT(cm_tw_insert_rqpn(c) == a);
-	IBST_EXPECT(!cm_tw_insert_rid(d) && !cm_tw_insert_rqpn(d));
-	IBST_EXPECT(tw_find(0xaa, 100) == a);
-	IBST_EXPECT(tw_find(0xbb, 100) == d);
-	IBST_EXPECT(!tw_find(0xcc, 100));
+	IBST_EXPECT_NULL(cm_tw_insert_rid(a));
+	IBST_EXPECT_NULL(cm_tw_insert_rqpn(a));
+	IBST_EXPECT_PTR_EQ(cm_tw_insert_rid(b), a);
+	IBST_EXPECT_NULL(cm_tw_insert_rid(c));
+	IBST_EXPECT_PTR_EQ(cm_tw_insert_rqpn(c), a);
+	IBST_EXPECT_NULL(cm_tw_insert_rid(d));
+	IBST_EXPECT_NULL(cm_tw_insert_rqpn(d));
+	IBST_EXPECT_PTR_EQ(tw_find(0xaa, 100), a);
+	IBST_EXPECT_PTR_EQ(tw_find(0xbb, 100), d);
+	IBST_EXPECT_NULL(tw_find(0xcc, 100));
 	cm_tw_unlink(a);
-	IBST_EXPECT(!tw_find(0xaa, 100));
-	IBST_EXPECT(!cm_tw_insert_rqpn(b));		/* QPN 0x300 is free */
+	IBST_EXPECT_NULL(tw_find(0xaa, 100));
+	IBST_EXPECT_NULL(cm_tw_insert_rqpn(b));	/* QPN 0x300 is free */
 	cm_tw_unlink(b);
 	cm_tw_unlink(c);
 	cm_tw_unlink(d);
@@ -1107,7 +1154,7 @@ static void expect_tw_gone(struct cm_tw *probe)
 {
 	spin_lock_irq(&tw_lock);
 	IBST_EXPECT(list_empty(&tws.list));
-	IBST_EXPECT(!cm_tw_insert_rqpn(probe));
+	IBST_EXPECT_NULL(cm_tw_insert_rqpn(probe));
 	cm_tw_unlink(probe);
 	spin_unlock_irq(&tw_lock);
 }
@@ -1131,21 +1178,23 @@ static void test_tw_expiry(void)
 		goto out;
 	}
 	spin_lock_irq(&tw_lock);
-	IBST_EXPECT(!cm_tw_insert_rid(tw) && !cm_tw_insert_rqpn(tw));
+	IBST_EXPECT_NULL(cm_tw_insert_rid(tw));
+	IBST_EXPECT_NULL(cm_tw_insert_rqpn(tw));
 	cm_tw_start(tw, 50);
-	IBST_EXPECT(!tw->in_rid && !tw->in_rqpn);
-	IBST_EXPECT(!cm_tw_insert_rqpn(probe));
-	IBST_EXPECT(!tw_find(0x77, 70));
+	IBST_EXPECT(!tw->in_rid);
+	IBST_EXPECT(!tw->in_rqpn);
+	IBST_EXPECT_NULL(cm_tw_insert_rqpn(probe));
+	IBST_EXPECT_NULL(tw_find(0x77, 70));
 	cm_tw_unlink(probe);
 	spin_unlock_irq(&tw_lock);
-	IBST_EXPECT(tw_seen.calls == 0);
+	IBST_EXPECT_EQ(tw_seen.calls, 0);
 
 	for (i = 0; i < 100 && !tw_seen.calls; i++)
 		msleep(20);
-	IBST_EXPECT(tw_seen.calls == 1);
-	IBST_EXPECT(tw_seen.local_id == cpu_to_be32(7));
-	IBST_EXPECT(tw_seen.remote_id == cpu_to_be32(70));
-	IBST_EXPECT(tw_seen.remote_qpn == cpu_to_be32(0x700));
+	IBST_EXPECT_EQ(tw_seen.calls, 1);
+	IBST_EXPECT_EQ(tw_seen.local_id, cpu_to_be32(7));
+	IBST_EXPECT_EQ(tw_seen.remote_id, cpu_to_be32(70));
+	IBST_EXPECT_EQ(tw_seen.remote_qpn, cpu_to_be32(0x700));
 	expect_tw_gone(probe);
 out:
 	cm_tw_free(probe);
@@ -1171,13 +1220,14 @@ static void test_tw_expiry_enomem(void)
 		goto out;
 	}
 	spin_lock_irq(&tw_lock);
-	IBST_EXPECT(!cm_tw_insert_rid(tw) && !cm_tw_insert_rqpn(tw));
+	IBST_EXPECT_NULL(cm_tw_insert_rid(tw));
+	IBST_EXPECT_NULL(cm_tw_insert_rqpn(tw));
 	cm_tw_start(tw, 10);
 	spin_unlock_irq(&tw_lock);
 
 	for (i = 0; i < 100 && !tw_seen.calls; i++)
 		msleep(20);
-	IBST_EXPECT(tw_seen.calls >= 1);
+	IBST_EXPECT_GE(tw_seen.calls, 1);
 	/* The retry comes a second later: still waiting. */
 	spin_lock_irq(&tw_lock);
 	IBST_EXPECT(!list_empty(&tws.list));
@@ -1185,8 +1235,8 @@ static void test_tw_expiry_enomem(void)
 
 	for (i = 0; i < 300 && tw_seen.calls < 3; i++)
 		msleep(20);
-	IBST_EXPECT(tw_seen.calls == 3);
-	IBST_EXPECT(tw_seen.remote_qpn == cpu_to_be32(0x500));
+	IBST_EXPECT_EQ(tw_seen.calls, 3);
+	IBST_EXPECT_EQ(tw_seen.remote_qpn, cpu_to_be32(0x500));
 	expect_tw_gone(probe);
 out:
 	cm_tw_free(probe);
@@ -1205,12 +1255,13 @@ static void test_tw_drain(void)
 		return;
 	}
 	spin_lock_irq(&tw_lock);
-	IBST_EXPECT(!cm_tw_insert_rid(tw));
+	IBST_EXPECT_NULL(cm_tw_insert_rid(tw));
 	cm_tw_start(tw, 60000);
 	spin_unlock_irq(&tw_lock);
 	cm_tw_drain(&tws);
-	IBST_EXPECT(list_empty(&tws.list) && RB_EMPTY_ROOT(&tws.rid_tree));
-	IBST_EXPECT(tw_seen.calls == 0);
+	IBST_EXPECT(list_empty(&tws.list));
+	IBST_EXPECT(RB_EMPTY_ROOT(&tws.rid_tree));
+	IBST_EXPECT_EQ(tw_seen.calls, 0);
 }
 
 static const struct ibst_case cases[] = {
