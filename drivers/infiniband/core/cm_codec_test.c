@@ -82,7 +82,7 @@ static unsigned int want(unsigned int off, const u8 *exp, unsigned int len)
 			  __bad, sizeof(__e), __off);		\
 } while (0)
 
-static void test_header(void)
+static void mad_header(void)
 {
 	reset_mad();
 	cmc_put_hdr((struct ib_mad_hdr *)mad, CM_DREQ_ATTR_ID,
@@ -149,7 +149,7 @@ static void fill_req(struct cmc_req *r)
 	r->pdata_len = sizeof(req_pdata);
 }
 
-static void test_req_layout(void)
+static void req_layout(void)
 {
 	struct cmc_req r;
 
@@ -188,7 +188,7 @@ static void test_req_layout(void)
 	IBST_EXPECT(cmc_req_has_alt((struct cm_req_msg *)mad));
 }
 
-static void test_req_roundtrip(void)
+static void req_roundtrip(void)
 {
 	struct cmc_req r, back;
 
@@ -221,7 +221,7 @@ static void test_req_roundtrip(void)
 	IBST_EXPECT_EQ(back.pdata_len, 92);
 }
 
-static void test_req_no_alt(void)
+static void req_alternate_path_flag(void)
 {
 	reset_mad();
 	IBST_EXPECT(!cmc_req_has_alt((struct cm_req_msg *)mad));
@@ -251,7 +251,7 @@ static void fill_sa_path(struct sa_path_rec *p, enum sa_path_rec_type type,
 }
 
 /* An IB path keeps its GIDs and 16-bit LIDs; routed, the LIDs are unknown. */
-static void test_path_ib(void)
+static void path_ib(void)
 {
 	struct sa_path_rec p;
 	struct cmc_path w;
@@ -282,7 +282,7 @@ static void test_path_ib(void)
  * IDs (OPA OUI 00-06-6A, then the LID), the subnet prefix stays and the
  * LID fields are zero; 16-bit LIDs travel as on IB.
  */
-static void test_path_opa_lids(void)
+static void path_opa_lids(void)
 {
 	static const u8 opa_slid[8] = { 0x00, 0x06, 0x6a, 0, 0, 0x01, 0, 0x05 };
 	struct sa_path_rec p;
@@ -313,7 +313,7 @@ static void test_path_opa_lids(void)
  * address handles (IB elsewhere), and the LIDs come back from the GIDs,
  * ends swapped.
  */
-static void test_path_opa_req_received(void)
+static void path_opa_req_received(void)
 {
 	struct sa_path_rec p, back;
 	struct cmc_req r = {}, got;
@@ -351,7 +351,7 @@ static void test_path_opa_req_received(void)
 }
 
 /* IB takes the destination LID from the caller; RoCE records carry none. */
-static void test_path_to_sa_ib_roce(void)
+static void path_to_sa_ib_roce(void)
 {
 	struct sa_path_rec p, back;
 	struct cmc_path w;
@@ -383,7 +383,7 @@ static void test_path_to_sa_ib_roce(void)
 	IBST_EXPECT_EQ(back.hop_limit, 64);
 }
 
-static void test_rep_layout(void)
+static void rep_layout(void)
 {
 	struct cmc_rep r = {
 		.local_comm_id = 0x01020304,
@@ -428,7 +428,7 @@ static void test_rep_layout(void)
 	IBST_EXPECT_EQ(back.flow_ctrl, 1);
 }
 
-static void test_rej_layout(void)
+static void rej_layout(void)
 {
 	static const u8 ari[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 	struct cmc_rej r = {
@@ -457,7 +457,7 @@ static void test_rej_layout(void)
 	IBST_EXPECT_EQ(back.msg_rejected, CMC_MSG_OTHER);
 }
 
-static void test_mra_layout(void)
+static void mra_layout(void)
 {
 	struct cmc_mra r = {
 		.local_comm_id = 1,
@@ -476,7 +476,7 @@ static void test_mra_layout(void)
 	IBST_EXPECT_PTR_EQ(back.pdata, mad + 34);
 }
 
-static void test_short_messages(void)
+static void rtu_dreq_drep_layout(void)
 {
 	static const u8 pd[] = { 0x42 };
 	struct cmc_ids ids = {
@@ -508,7 +508,7 @@ static void test_short_messages(void)
 	IBST_EXPECT_PTR_EQ(dback.pdata, mad + 36);
 }
 
-static void test_sidr_layout(void)
+static void sidr_layout(void)
 {
 	static const u8 info[2] = { 0x99, 0x88 };
 	struct cmc_sidr_req q = {
@@ -547,7 +547,7 @@ static void test_sidr_layout(void)
 	IBST_EXPECT_PTR_EQ(back.pdata, mad + 120);
 }
 
-static void test_lap_apr_decode(void)
+static void lap_apr_decode(void)
 {
 	struct cmc_lap l;
 	struct cmc_apr a;
@@ -734,7 +734,7 @@ static void take_req(struct cm_req_msg *m, const struct cmc_req *r)
 	TAKE_MEM(m, REQ_PRIVATE_DATA, r->pdata, r->pdata_len);
 }
 
-static void test_req_descriptors(void)
+static void req_descriptors(void)
 {
 	struct cm_req_msg *s = (struct cm_req_msg *)src;
 	struct cmc_req r;
@@ -755,7 +755,7 @@ static void test_req_descriptors(void)
 }
 
 /* Whether a REQ has an alternate path, from its descriptors. */
-static void test_req_alt_descriptors(void)
+static void req_alternate_path_descriptors(void)
 {
 	struct cm_req_msg *s = (struct cm_req_msg *)src;
 	union ib_gid *gid = IBA_GET_MEM_PTR(CM_REQ_ALTERNATE_LOCAL_PORT_GID, s);
@@ -792,7 +792,7 @@ static void take_rep(struct cm_rep_msg *m, const struct cmc_rep *r)
 	TAKE_MEM(m, REP_PRIVATE_DATA, r->pdata, r->pdata_len);
 }
 
-static void test_rep_descriptors(void)
+static void rep_descriptors(void)
 {
 	struct cm_rep_msg *s = (struct cm_rep_msg *)src;
 	struct cmc_rep r;
@@ -827,7 +827,7 @@ static void take_rej(struct cm_rej_msg *m, const struct cmc_rej *r)
  * The encoder writes the ARI length only with an ARI, and no more than
  * the field holds: odd rounds encode without one.
  */
-static void test_rej_descriptors(void)
+static void rej_descriptors(void)
 {
 	struct cm_rej_msg *s = (struct cm_rej_msg *)src;
 	struct cmc_rej r;
@@ -861,7 +861,7 @@ static void take_mra(struct cm_mra_msg *m, const struct cmc_mra *r)
 	TAKE_MEM(m, MRA_PRIVATE_DATA, r->pdata, r->pdata_len);
 }
 
-static void test_mra_descriptors(void)
+static void mra_descriptors(void)
 {
 	struct cm_mra_msg *s = (struct cm_mra_msg *)src;
 	struct cmc_mra r;
@@ -903,7 +903,7 @@ static void take_dreq(struct cm_dreq_msg *m, const struct cmc_dreq *r)
 	TAKE_MEM(m, DREQ_PRIVATE_DATA, r->pdata, r->pdata_len);
 }
 
-static void test_short_descriptors(void)
+static void rtu_dreq_drep_descriptors(void)
 {
 	struct cmc_ids r;
 	struct cmc_dreq d;
@@ -973,7 +973,7 @@ static void take_sidr_rep(struct cm_sidr_rep_msg *m,
 }
 
 /* As for the REJ's ARI: odd rounds encode a SIDR_REP without its info. */
-static void test_sidr_descriptors(void)
+static void sidr_descriptors(void)
 {
 	struct cm_sidr_req_msg *sq = (struct cm_sidr_req_msg *)src;
 	struct cm_sidr_rep_msg *sp = (struct cm_sidr_rep_msg *)src;
@@ -1017,7 +1017,7 @@ static void test_sidr_descriptors(void)
 }
 
 /* LAP and APR are only decoded. */
-static void test_lap_apr_descriptors(void)
+static void lap_apr_descriptors(void)
 {
 	struct cm_lap_msg *sl = (struct cm_lap_msg *)src;
 	struct cm_apr_msg *sa = (struct cm_apr_msg *)src;
@@ -1051,7 +1051,7 @@ static void test_lap_apr_descriptors(void)
 	}
 }
 
-static void test_qp_types(void)
+static void qp_type_mapping(void)
 {
 	u8 t, e;
 
@@ -1072,7 +1072,7 @@ static void test_qp_types(void)
 	IBST_EXPECT_EQ(cmc_qp_type_from_wire(2, 0), 0);
 }
 
-static void test_timing(void)
+static void timeouts(void)
 {
 	reset_mad();
 	/* 2^15 + 2^15 = 2^16 */
@@ -1109,7 +1109,7 @@ static struct cm_tw *tw_find(u64 guid, u32 rid)
 }
 
 /* Duplicate (same remote ID) and stale (same remote QPN) detection. */
-static void test_tw_conflicts(void)
+static void timewait_conflicts(void)
 {
 	struct cm_tw *a, *b, *c, *d;
 
@@ -1164,7 +1164,7 @@ static void expect_tw_gone(struct cm_tw *probe)
  * at once (the old one is no longer connected); on expiry the record
  * reports the connection it belonged to and leaves the list.
  */
-static void test_tw_expiry(void)
+static void timewait_expiry(void)
 {
 	struct cm_tw *tw, *probe;
 	int i;
@@ -1204,7 +1204,7 @@ out:
  * No memory for the exit event: nothing changes, the record stays in
  * TimeWait and expires again later, until the event goes out.
  */
-static void test_tw_expiry_enomem(void)
+static void timewait_expiry_enomem(void)
 {
 	struct cm_tw *tw, *probe;
 	int i;
@@ -1243,7 +1243,7 @@ out:
 }
 
 /* A record still waiting at module exit is cancelled and freed. */
-static void test_tw_drain(void)
+static void timewait_drain(void)
 {
 	struct cm_tw *tw;
 
@@ -1265,34 +1265,34 @@ static void test_tw_drain(void)
 }
 
 static const struct ibst_case cases[] = {
-	{ "mad_header", test_header },
-	{ "req_layout", test_req_layout },
-	{ "req_roundtrip", test_req_roundtrip },
-	{ "req_alternate_path_flag", test_req_no_alt },
-	{ "path_ib", test_path_ib },
-	{ "path_opa_lids", test_path_opa_lids },
-	{ "path_opa_req_received", test_path_opa_req_received },
-	{ "path_to_sa_ib_roce", test_path_to_sa_ib_roce },
-	{ "rep_layout", test_rep_layout },
-	{ "rej_layout", test_rej_layout },
-	{ "mra_layout", test_mra_layout },
-	{ "rtu_dreq_drep_layout", test_short_messages },
-	{ "sidr_layout", test_sidr_layout },
-	{ "lap_apr_decode", test_lap_apr_decode },
-	{ "req_descriptors", test_req_descriptors },
-	{ "req_alternate_path_descriptors", test_req_alt_descriptors },
-	{ "rep_descriptors", test_rep_descriptors },
-	{ "rej_descriptors", test_rej_descriptors },
-	{ "mra_descriptors", test_mra_descriptors },
-	{ "rtu_dreq_drep_descriptors", test_short_descriptors },
-	{ "sidr_descriptors", test_sidr_descriptors },
-	{ "lap_apr_descriptors", test_lap_apr_descriptors },
-	{ "qp_type_mapping", test_qp_types },
-	{ "timeouts", test_timing },
-	{ "timewait_conflicts", test_tw_conflicts },
-	{ "timewait_expiry", test_tw_expiry },
-	{ "timewait_expiry_enomem", test_tw_expiry_enomem },
-	{ "timewait_drain", test_tw_drain },
+	IBST_CASE(mad_header),
+	IBST_CASE(req_layout),
+	IBST_CASE(req_roundtrip),
+	IBST_CASE(req_alternate_path_flag),
+	IBST_CASE(path_ib),
+	IBST_CASE(path_opa_lids),
+	IBST_CASE(path_opa_req_received),
+	IBST_CASE(path_to_sa_ib_roce),
+	IBST_CASE(rep_layout),
+	IBST_CASE(rej_layout),
+	IBST_CASE(mra_layout),
+	IBST_CASE(rtu_dreq_drep_layout),
+	IBST_CASE(sidr_layout),
+	IBST_CASE(lap_apr_decode),
+	IBST_CASE(req_descriptors),
+	IBST_CASE(req_alternate_path_descriptors),
+	IBST_CASE(rep_descriptors),
+	IBST_CASE(rej_descriptors),
+	IBST_CASE(mra_descriptors),
+	IBST_CASE(rtu_dreq_drep_descriptors),
+	IBST_CASE(sidr_descriptors),
+	IBST_CASE(lap_apr_descriptors),
+	IBST_CASE(qp_type_mapping),
+	IBST_CASE(timeouts),
+	IBST_CASE(timewait_conflicts),
+	IBST_CASE(timewait_expiry),
+	IBST_CASE(timewait_expiry_enomem),
+	IBST_CASE(timewait_drain),
 	{}
 };
 
