@@ -57,6 +57,21 @@ static void reset_mad(void)
 	memset(mad, 0, sizeof(mad));
 }
 
+/*
+ * The MAD a case encoded or decodes, 16 bytes a row after its offset (in
+ * decimal, as the checks give it), so that a failed check on one field
+ * comes with its neighbours.  Rows of zeros are left out.
+ */
+static void dump_mad(void)
+{
+	unsigned int off;
+
+	ibst_diag("the MAD, rows of zeros left out:");
+	for (off = 0; off < sizeof(mad); off += 16)
+		if (memchr_inv(mad + off, 0, 16))
+			ibst_diag("%3u: %16ph", off, mad + off);
+}
+
 /* Compare @len bytes at MAD offset @off with @exp; count the mismatches. */
 static unsigned int want(unsigned int off, const u8 *exp, unsigned int len)
 {
@@ -84,6 +99,7 @@ static unsigned int want(unsigned int off, const u8 *exp, unsigned int len)
 
 static void mad_header(void)
 {
+	ibst_set_dump(dump_mad);
 	reset_mad();
 	cmc_put_hdr((struct ib_mad_hdr *)mad, CM_DREQ_ATTR_ID,
 		    cpu_to_be64(0x1122334455667788ULL), 0xa0b0c0d0);
@@ -154,6 +170,7 @@ static void req_layout(void)
 	struct cmc_req r;
 
 	fill_req(&r);
+	ibst_set_dump(dump_mad);
 	reset_mad();
 	cmc_put_req((struct cm_req_msg *)mad, &r);
 	WANT(24, 0x11, 0x22, 0x33, 0x44);		/* Local Comm ID */
@@ -193,6 +210,7 @@ static void req_roundtrip(void)
 	struct cmc_req r, back;
 
 	fill_req(&r);
+	ibst_set_dump(dump_mad);
 	reset_mad();
 	cmc_put_req((struct cm_req_msg *)mad, &r);
 	cmc_get_req((struct cm_req_msg *)mad, &back);
@@ -223,6 +241,7 @@ static void req_roundtrip(void)
 
 static void req_alternate_path_flag(void)
 {
+	ibst_set_dump(dump_mad);
 	reset_mad();
 	IBST_EXPECT(!cmc_req_has_alt((struct cm_req_msg *)mad));
 	mad[24 + 97] = 1;	/* alternate local LID = 1 */
@@ -322,6 +341,7 @@ static void path_opa_req_received(void)
 	cmc_path_from_sa(&r.primary, &p, 0xffff, 15);
 	fill_sa_path(&p, SA_PATH_REC_TYPE_OPA, 0x20006, 0x30007);
 	cmc_path_from_sa(&r.alt, &p, 0xffff, 15);
+	ibst_set_dump(dump_mad);
 	reset_mad();
 	cmc_put_req((struct cm_req_msg *)mad, &r);
 	cmc_get_req((struct cm_req_msg *)mad, &got);
@@ -406,6 +426,7 @@ static void rep_layout(void)
 
 	r.pdata = pd;
 	r.pdata_len = sizeof(pd);
+	ibst_set_dump(dump_mad);
 	reset_mad();
 	cmc_put_rep((struct cm_rep_msg *)mad, &r);
 	WANT(24, 1, 2, 3, 4, 5, 6, 7, 8);
@@ -443,6 +464,7 @@ static void rej_layout(void)
 
 	r.pdata = pd;
 	r.pdata_len = 1;
+	ibst_set_dump(dump_mad);
 	reset_mad();
 	cmc_put_rej((struct cm_rej_msg *)mad, &r);
 	WANT(24, 0xde, 0xad, 0xbe, 0xef, 0x0b, 0xad, 0xf0, 0x0d);
@@ -466,6 +488,7 @@ static void mra_layout(void)
 		.service_timeout = 0x1a,
 	}, back;
 
+	ibst_set_dump(dump_mad);
 	reset_mad();
 	cmc_put_mra((struct cm_mra_msg *)mad, &r);
 	WANT(24, 0, 0, 0, 1, 0, 0, 0, 2);
@@ -493,6 +516,7 @@ static void rtu_dreq_drep_layout(void)
 		.pdata_len = 1,
 	}, dback;
 
+	ibst_set_dump(dump_mad);
 	reset_mad();
 	cmc_put_rtu((struct cm_rtu_msg *)mad, &ids);
 	WANT(24, 0x0a, 0x0a, 0x0a, 0x0a, 0x0b, 0x0b, 0x0b, 0x0b, 0x42);
@@ -527,6 +551,7 @@ static void sidr_layout(void)
 		.info_len = 2,
 	}, back;
 
+	ibst_set_dump(dump_mad);
 	reset_mad();
 	cmc_put_sidr_req((struct cm_sidr_req_msg *)mad, &q);
 	WANT(24, 1, 2, 3, 4, 0x80, 0x01, 0, 0);
@@ -552,6 +577,7 @@ static void lap_apr_decode(void)
 	struct cmc_lap l;
 	struct cmc_apr a;
 
+	ibst_set_dump(dump_mad);
 	reset_mad();
 	mad[24 + 3] = 7;			/* local comm ID */
 	mad[24 + 7] = 9;			/* remote comm ID */
