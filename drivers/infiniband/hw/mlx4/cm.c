@@ -387,8 +387,21 @@ VISIBLE_IF_PVCM_TEST u32 pvcm_id_of(const struct mlx4_ib_pvcm *pv, u32 index)
 VISIBLE_IF_PVCM_TEST struct pvcm_entry *
 pvcm_find_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
 {
+	XA_STATE(xas, &pv->pv_ids, pvcm_index(pv, pv_cm_id));
+	struct pvcm_entry *e;
+
+	/*
+	 * xa_load() without a read-side section of its own.  An index that
+	 * xa_alloc_cyclic() reserved and its creator has not stored to yet
+	 * reads as the zero entry: no entry.
+	 */
 	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "pvcm: lookup outside RCU");
-	return xa_load(&pv->pv_ids, pvcm_index(pv, pv_cm_id));
+	do {
+		e = xas_load(&xas);
+		if (xa_is_zero(e))
+			e = NULL;
+	} while (xas_retry(&xas, e));
+	return e;
 }
 
 #ifdef MLX4_IB_PVCM_TEST
@@ -582,11 +595,11 @@ static void pvcm_final(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 	pvcm_put(e);
 }
 
-static bool pvcm_event_needed(const struct pvcm_entry *e, u8 ev);
+static inline bool pvcm_event_needed(const struct pvcm_entry *e, u8 ev);
 static void pvcm_event_locked(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e,
 			      u8 ev);
 
-static bool pvcm_note_out(struct pvcm_entry *e, u32 peer, bool sidr);
+static inline bool pvcm_note_out(struct pvcm_entry *e, u32 peer, bool sidr);
 
 /*
  * A new entry for (slave, sl_cm_id), not yet published, with its id
@@ -1219,7 +1232,7 @@ static const struct pvcm_policy *pvcm_policy_of(const struct ib_mad *mad)
  * during the last 1/64 of the idle timeout has nothing to do.  A stale
  * answer only costs the lock: the event functions re-check under it.
  */
-static bool pvcm_event_needed(const struct pvcm_entry *e, u8 ev)
+static inline bool pvcm_event_needed(const struct pvcm_entry *e, u8 ev)
 {
 	u8 state = READ_ONCE(e->state);
 	u32 left, timeout;
@@ -1311,7 +1324,7 @@ static int pvcm_drop(struct mlx4_ib_dev *dev, int slave, int err,
  * names the requester.  They are the only MADs from which a VF's entry
  * learns its peer.
  */
-static bool pvcm_answers_req(const struct ib_mad *mad)
+static inline bool pvcm_answers_req(const struct ib_mad *mad)
 {
 	if (pvcm_is_attr(mad, CM_REP_ATTR_ID))
 		return true;
@@ -1327,7 +1340,7 @@ static bool pvcm_answers_req(const struct ib_mad *mad)
  * peer's comm id if it answers a REQ (checked by pvcm_check_answer()
  * first), else 0.
  */
-static u32 pvcm_out_peer(const struct ib_mad *mad)
+static inline u32 pvcm_out_peer(const struct ib_mad *mad)
 {
 	u32 peer;
 
@@ -1346,9 +1359,9 @@ static u32 pvcm_out_peer(const struct ib_mad *mad)
  * Return: 1 if a route of a delivered REQ allows the answer (the entry is
  * about to learn its peer from it), 0 if nothing needs a route, -EPERM.
  */
-static int pvcm_check_answer(struct mlx4_ib_pvcm *pv, int port, u32 slave,
-			     const struct pvcm_entry *e,
-			     const struct ib_mad *mad)
+static inline int pvcm_check_answer(struct mlx4_ib_pvcm *pv, int port,
+				    u32 slave, const struct pvcm_entry *e,
+				    const struct ib_mad *mad)
 {
 	u32 peer, known;
 
@@ -1370,7 +1383,7 @@ static bool pvcm_out_sidr(const struct ib_mad *mad)
  * Return: false if the entry already knows a peer other than @peer (a
  * concurrent answer to another requester won).
  */
-static bool pvcm_note_out(struct pvcm_entry *e, u32 peer, bool sidr)
+static inline bool pvcm_note_out(struct pvcm_entry *e, u32 peer, bool sidr)
 {
 	u32 known;
 

@@ -378,6 +378,32 @@ static void timewait_reserves_pv_id(void)
 	t_settle();
 }
 
+/*
+ * Between xa_alloc_cyclic() and the store of the entry, its index holds
+ * the xarray's zero entry: a lookup, and a wire MAD that names the id,
+ * must find nothing there.
+ */
+static void reserved_pv_id_is_no_entry(void)
+{
+	struct ib_mad mad;
+	u32 idx, pv;
+	int ret, to;
+
+	ret = xa_alloc_cyclic(&t_pv->pv_ids, &idx, NULL, XA_LIMIT(1, S32_MAX),
+			      &t_pv->pv_next, GFP_KERNEL);
+	IBST_EXPECT_GE(ret, 0);
+	if (ret < 0)
+		return;
+	pv = pvcm_id_of(t_pv, idx);
+	rcu_read_lock();
+	IBST_EXPECT_NULL(pvcm_find_pv(t_pv, pv));
+	rcu_read_unlock();
+	t_mad(&mad, CM_RTU_ATTR_ID, 0x3f1, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), -ENOENT);
+	IBST_EXPECT_EQ(to, -1);
+	xa_erase(&t_pv->pv_ids, idx);
+}
+
 /* old leak: the remote rejects the VF's REQ */
 static void remote_rej_releases(void)
 {
@@ -2072,6 +2098,7 @@ static const struct ibst_case t_cases[] = {
 	IBST_CASE(conn_passive_round_trip),
 	IBST_CASE(pv_ids_differ_per_device),
 	IBST_CASE(timewait_reserves_pv_id),
+	IBST_CASE(reserved_pv_id_is_no_entry),
 	IBST_CASE(remote_rej_releases),
 	IBST_CASE(vf_rej_after_req_rep_releases),
 	IBST_CASE(dreq_drep_id_reuse),
