@@ -18,6 +18,22 @@ ibverbs-providers iproute2 sparse coccinelle python3 perl git xz-utils
 dkms debhelper dh-dkms fakeroot shellcheck python3-docutils
 librdmacm-dev libibverbs-dev libibumad-dev"
 
+# Each linux-source must be the version of the kernel its headers
+# metapackage installs: mlx4_ib is assembled from it, and the DKMS build
+# refuses a source that is not the running kernel's.  The archive may
+# already carry a newer source than kernel (a security upload whose
+# image is not out yet); the kernel's own version is then installed.
+# Prints "linux-source-S=VERSION" for each one that does not match.
+source_pins() {
+	for pair in linux-headers-amd64:linux-source-6.1 \
+		linux-headers-6.12-amd64:linux-source-6.12; do
+		hv=$(dpkg-query -W -f='${Version}' "${pair%%:*}" 2>/dev/null || true)
+		sv=$(dpkg-query -W -f='${Version}' "${pair#*:}" 2>/dev/null || true)
+		[ -n "$hv" ] && [ "$hv" != "$sv" ] && echo "${pair#*:}=$hv"
+	done
+	return 0
+}
+
 missing=""
 for p in $PKGS; do
 	st=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
@@ -27,7 +43,7 @@ for p in $PKGS; do
 	esac
 done
 
-[ -z "$missing" ] && exit 0
+[ -z "$missing" ] && [ -z "$(source_pins)" ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then
 	echo "install-deps: missing packages:$missing" >&2
@@ -35,8 +51,19 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 
-echo "install-deps: installing:$missing"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-# shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $missing >/dev/null
+if [ -n "$missing" ]; then
+	echo "install-deps: installing:$missing"
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+pins=$(source_pins | tr '\n' ' ')
+if [ -n "$pins" ]; then
+	echo "install-deps: the kernels' own sources: $pins"
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends --allow-downgrades \
+		$pins >/dev/null ||
+		echo "install-deps: the archive has no $pins; mlx4_ib would be" \
+			"built from another version of the driver" >&2
+fi
