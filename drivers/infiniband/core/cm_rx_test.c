@@ -916,10 +916,14 @@ static bool rx_active_req(struct rx_active *c, u8 resp_timeout, u8 retries,
 	       rx_state(c->id) == IB_CM_REQ_SENT;
 }
 
-/* REQ, the peer's REP, our RTU: ESTABLISHED. */
-static bool rx_active_connect(struct rx_active *c, bool with_alt)
+/*
+ * REQ (with rx_active_req()'s @resp_timeout and @retries), the peer's REP,
+ * our RTU: ESTABLISHED.
+ */
+static bool rx_active_connect_timed(struct rx_active *c, u8 resp_timeout,
+				    u8 retries, bool with_alt)
 {
-	if (!rx_active_req(c, 20, 15, with_alt))
+	if (!rx_active_req(c, resp_timeout, retries, with_alt))
 		return false;
 	if (rx_send_rep(&c->peer, c->id, 'p', 0, 0))
 		return false;
@@ -930,11 +934,26 @@ static bool rx_active_connect(struct rx_active *c, bool with_alt)
 	       rx_state(c->id) == IB_CM_ESTABLISHED;
 }
 
-static void rx_active_end(struct rx_active *c)
+/* The same, with timeouts long enough for any check. */
+static bool rx_active_connect(struct rx_active *c, bool with_alt)
+{
+	return rx_active_connect_timed(c, 20, 15, with_alt);
+}
+
+/*
+ * Destroy the connection's cm_id, if it has one; for a case's second
+ * connection, which rx_active_end() of the first cleans up after.
+ */
+static void rx_active_destroy(struct rx_active *c)
 {
 	if (c->id)
 		ib_destroy_cm_id(c->id);
 	c->id = NULL;
+}
+
+static void rx_active_end(struct rx_active *c)
+{
+	rx_active_destroy(c);
 	rx_quiesce();
 	rx_forget_events();
 }
@@ -990,6 +1009,95 @@ static void rx_sidr_end(struct rx_asker *a, struct ib_cm_id *listen)
 	rx_quiesce();
 	rx_forget_events();
 }
+
+/* ------------------------------------------------------------------ */
+/* Checks that several cases make                                      */
+
+/*
+ * These are macros, like IBST_EXPECT() and friends, so that a failed
+ * check names the case and the line it was made from.
+ */
+
+/*
+ * The peer sends a message again (@send, an injection that returns 0)
+ * that is a duplicate: the CM counts it (@attr's duplicates are then
+ * @dups) and no more.
+ */
+#define RX_EXPECT_DUP_COUNTED(send, attr, dups) do {			\
+	IBST_EXPECT_EQ(send, 0);					\
+	rx_quiesce();							\
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, attr), dups);		\
+} while (0)
+
+/*
+ * The same for a duplicate of a message this side has answered with an
+ * @answer message: the CM counts it and sends its @answer again.
+ */
+#define RX_EXPECT_DUP_ANSWERED(send, attr, dups, answer) do {		\
+	__be16 __rx_answer = (answer);					\
+	long __rx_sent;							\
+									\
+	rx_quiesce();							\
+	__rx_sent = rx_ctr(CM_CTR_TX, __rx_answer);			\
+	IBST_EXPECT_EQ(send, 0);					\
+	cm_test_flush();						\
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, attr), dups);		\
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, __rx_answer, __rx_sent));	\
+} while (0)
+
+/*
+ * The peer's DREQ (private data @tag) reaches the established passive
+ * connection @c, as event @e (or NULL): DREQ_RCVD.
+ */
+#define RX_EXPECT_PEER_DREQ(c, tag, e) do {				\
+	struct rx_passive *__rx_c = (c);				\
+									\
+	IBST_EXPECT_EQ(rx_send_dreq(&__rx_c->peer, __rx_c->id->local_id, \
+				    __rx_c->qpn, tag), 0);		\
+	cm_test_flush();						\
+	IBST_EXPECT(rx_wait_event(__rx_c->id, IB_CM_DREQ_RECEIVED, e));	\
+	IBST_EXPECT_EQ(rx_state(__rx_c->id), IB_CM_DREQ_RCVD);		\
+} while (0)
+
+/*
+ * @id, disconnected, goes through TimeWait: TIMEWAIT_EXIT, then IDLE,
+ * with @dreq_errors DREQ_ERROR events on the way.
+ */
+#define RX_EXPECT_TIMEWAIT_EXIT(id, dreq_errors) do {			\
+	struct ib_cm_id *__rx_id = (id);				\
+									\
+	IBST_EXPECT(rx_wait_event(__rx_id, IB_CM_TIMEWAIT_EXIT, NULL));	\
+	IBST_EXPECT_EQ(rx_state(__rx_id), IB_CM_IDLE);			\
+	IBST_EXPECT_EQ(rx_count(__rx_id, IB_CM_DREQ_ERROR, NULL),	\
+		       dreq_errors);					\
+} while (0)
+
+/*
+ * The peer's REJ reaches @id as event @e: with @reason, and @id is in
+ * @state.
+ */
+#define RX_EXPECT_REJECTED(id, e, reason, state) do {			\
+	struct ib_cm_id *__rx_id = (id);				\
+	struct rx_event *__rx_e = (e);					\
+									\
+	IBST_EXPECT(rx_wait_event(__rx_id, IB_CM_REJ_RECEIVED, __rx_e));	\
+	IBST_EXPECT_EQ(__rx_e->rej_reason, reason);			\
+	IBST_EXPECT_EQ(rx_state(__rx_id), state);			\
+} while (0)
+
+/*
+ * The SIDR_REP for our asker @a arrives as event @e, with @status: @a is
+ * IDLE again.
+ */
+#define RX_EXPECT_SIDR_ANSWERED(a, e, status) do {			\
+	struct ib_cm_id *__rx_id = (a)->id;				\
+	struct rx_event *__rx_e = (e);					\
+									\
+	IBST_EXPECT(rx_wait_event(__rx_id, IB_CM_SIDR_REP_RECEIVED,	\
+				  __rx_e));				\
+	IBST_EXPECT_EQ(__rx_e->sidr_status, status);			\
+	IBST_EXPECT_EQ(rx_state(__rx_id), IB_CM_IDLE);			\
+} while (0)
 
 /* ------------------------------------------------------------------ */
 /* Checks                                                              */
@@ -1069,10 +1177,8 @@ static void rej_timeout_found_by_ca_guid(void)
 	IBST_EXPECT_EQ(rx_send_rej(&c.peer, NULL, CMC_MSG_OTHER,
 				   IB_CM_REJ_TIMEOUT, 'T'), 0);
 	cm_test_flush();
-	IBST_EXPECT(rx_wait_event(c.id, IB_CM_REJ_RECEIVED, &e));
-	IBST_EXPECT_EQ(e.rej_reason, IB_CM_REJ_TIMEOUT);
+	RX_EXPECT_REJECTED(c.id, &e, IB_CM_REJ_TIMEOUT, IB_CM_IDLE);
 	IBST_EXPECT(rx_pdata_is(&e, 'T'));
-	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_IDLE);
 out:
 	rx_passive_end(&c);
 }
@@ -1091,9 +1197,8 @@ static void dup_req_counted_and_mra_repeated(void)
 	mra = rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID);
 
 	/* REQ_RCVD: nothing to repeat yet. */
-	IBST_EXPECT_EQ(rx_send_req(&c.peer, c.sid, 'q', 0, 0), 0);
-	rx_quiesce();
-	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID), dups + 1);
+	RX_EXPECT_DUP_COUNTED(rx_send_req(&c.peer, c.sid, 'q', 0, 0),
+			      CM_REQ_ATTR_ID, dups + 1);
 	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL), 1);
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_REQ_RCVD);
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID), mra);
@@ -1102,12 +1207,8 @@ static void dup_req_counted_and_mra_repeated(void)
 	IBST_EXPECT_EQ(ib_send_cm_mra(c.id, 20, NULL, 0), 0);
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_MRA_REQ_SENT);
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_MRA_ATTR_ID, mra));
-	rx_quiesce();
-	mra = rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID);
-	IBST_EXPECT_EQ(rx_send_req(&c.peer, c.sid, 'q', 0, 0), 0);
-	cm_test_flush();
-	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID), dups + 2);
-	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_MRA_ATTR_ID, mra));
+	RX_EXPECT_DUP_ANSWERED(rx_send_req(&c.peer, c.sid, 'q', 0, 0),
+			       CM_REQ_ATTR_ID, dups + 2, CM_MRA_ATTR_ID);
 	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL), 1);
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_MRA_REQ_SENT);
 out:
@@ -1133,9 +1234,8 @@ static void rtu_establishes_once(void)
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_ESTABLISHED);
 
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_RTU_ATTR_ID);
-	IBST_EXPECT_EQ(rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'V'), 0);
-	rx_quiesce();
-	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_RTU_ATTR_ID), dups + 1);
+	RX_EXPECT_DUP_COUNTED(rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'V'),
+			      CM_RTU_ATTR_ID, dups + 1);
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_RTU_RECEIVED, NULL), 1);
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_ESTABLISHED);
 out:
@@ -1150,7 +1250,7 @@ static void dreq_rcvd_dups_and_drep_repeated(void)
 {
 	struct rx_passive c;
 	struct rx_event e = {};
-	long dups, drep;
+	long dups;
 
 	if (!rx_established(&c, false))
 		goto out;
@@ -1163,25 +1263,17 @@ static void dreq_rcvd_dups_and_drep_repeated(void)
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_ESTABLISHED);
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_DREQ_RECEIVED, NULL), 0);
 
-	IBST_EXPECT_EQ(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'D'), 0);
-	cm_test_flush();
-	IBST_EXPECT(rx_wait_event(c.id, IB_CM_DREQ_RECEIVED, &e));
+	RX_EXPECT_PEER_DREQ(&c, 'D', &e);
 	IBST_EXPECT(rx_pdata_is(&e, 'D'));
-	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_DREQ_RCVD);
 
-	IBST_EXPECT_EQ(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'E'), 0);
-	rx_quiesce();
-	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID), dups + 1);
+	RX_EXPECT_DUP_COUNTED(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'E'),
+			      CM_DREQ_ATTR_ID, dups + 1);
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_DREQ_RECEIVED, NULL), 1);
 
 	IBST_EXPECT_EQ(ib_send_cm_drep(c.id, NULL, 0), 0);
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_TIMEWAIT);
-	rx_quiesce();
-	drep = rx_ctr(CM_CTR_TX, CM_DREP_ATTR_ID);
-	IBST_EXPECT_EQ(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'F'), 0);
-	cm_test_flush();
-	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID), dups + 2);
-	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_DREP_ATTR_ID, drep));
+	RX_EXPECT_DUP_ANSWERED(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'F'),
+			       CM_DREQ_ATTR_ID, dups + 2, CM_DREP_ATTR_ID);
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_DREQ_RECEIVED, NULL), 1);
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_TIMEWAIT);
 out:
@@ -1221,9 +1313,7 @@ static void req_in_timewait_is_new_connection(void)
 
 	if (!rx_established(&c, false))
 		goto out;
-	IBST_EXPECT_EQ(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'D'), 0);
-	cm_test_flush();
-	IBST_EXPECT(rx_wait_event(c.id, IB_CM_DREQ_RECEIVED, NULL));
+	RX_EXPECT_PEER_DREQ(&c, 'D', NULL);
 	IBST_EXPECT_EQ(ib_send_cm_drep(c.id, NULL, 0), 0);
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_TIMEWAIT);
 	rx_quiesce();
@@ -1272,21 +1362,16 @@ static void rep_event_fields_and_dups(void)
 	/* REP_RCVD: the consumer has not answered; only count it. */
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_REP_ATTR_ID);
 	rtu = rx_ctr(CM_CTR_TX, CM_RTU_ATTR_ID);
-	IBST_EXPECT_EQ(rx_send_rep(&c.peer, c.id, 'Q', 0, 0), 0);
-	rx_quiesce();
-	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_REP_ATTR_ID), dups + 1);
+	RX_EXPECT_DUP_COUNTED(rx_send_rep(&c.peer, c.id, 'Q', 0, 0),
+			      CM_REP_ATTR_ID, dups + 1);
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_REP_RECEIVED, NULL), 1);
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_TX, CM_RTU_ATTR_ID), rtu);
 
 	/* ESTABLISHED: our RTU got lost, send it again. */
 	IBST_EXPECT_EQ(ib_send_cm_rtu(c.id, NULL, 0), 0);
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_RTU_ATTR_ID, rtu));
-	rx_quiesce();
-	rtu = rx_ctr(CM_CTR_TX, CM_RTU_ATTR_ID);
-	IBST_EXPECT_EQ(rx_send_rep(&c.peer, c.id, 'Q', 0, 0), 0);
-	cm_test_flush();
-	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_REP_ATTR_ID), dups + 2);
-	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_RTU_ATTR_ID, rtu));
+	RX_EXPECT_DUP_ANSWERED(rx_send_rep(&c.peer, c.id, 'Q', 0, 0),
+			       CM_REP_ATTR_ID, dups + 2, CM_RTU_ATTR_ID);
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_REP_RECEIVED, NULL), 1);
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_ESTABLISHED);
 out:
@@ -1324,15 +1409,12 @@ static void mra_extends_req_timeout(void)
 	IBST_EXPECT_EQ(rx_state(slow.id), IB_CM_MRA_REQ_RCVD);
 
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_MRA_ATTR_ID);
-	IBST_EXPECT_EQ(rx_send_mra(&slow.peer, slow.id, CMC_MSG_REQ, 21, 'N'),
-		       0);
-	rx_quiesce();
-	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_MRA_ATTR_ID), dups + 1);
+	RX_EXPECT_DUP_COUNTED(rx_send_mra(&slow.peer, slow.id, CMC_MSG_REQ, 21,
+					  'N'),
+			      CM_MRA_ATTR_ID, dups + 1);
 	IBST_EXPECT_EQ(rx_count(slow.id, IB_CM_MRA_RECEIVED, NULL), 1);
 out:
-	if (plain.id)
-		ib_destroy_cm_id(plain.id);
-	plain.id = NULL;
+	rx_active_destroy(&plain);
 	rx_active_end(&slow);
 }
 
@@ -1351,13 +1433,9 @@ static void rej_received(void)
 	IBST_EXPECT_EQ(rx_send_rej(&b.peer, b.id, CMC_MSG_REQ,
 				   IB_CM_REJ_STALE_CONN, 'K'), 0);
 	cm_test_flush();
-	IBST_EXPECT(rx_wait_event(a.id, IB_CM_REJ_RECEIVED, &e));
-	IBST_EXPECT_EQ(e.rej_reason, IB_CM_REJ_CONSUMER_DEFINED);
+	RX_EXPECT_REJECTED(a.id, &e, IB_CM_REJ_CONSUMER_DEFINED, IB_CM_IDLE);
 	IBST_EXPECT(rx_pdata_is(&e, 'J'));
-	IBST_EXPECT_EQ(rx_state(a.id), IB_CM_IDLE);
-	IBST_EXPECT(rx_wait_event(b.id, IB_CM_REJ_RECEIVED, &e));
-	IBST_EXPECT_EQ(e.rej_reason, IB_CM_REJ_STALE_CONN);
-	IBST_EXPECT_EQ(rx_state(b.id), IB_CM_TIMEWAIT);
+	RX_EXPECT_REJECTED(b.id, &e, IB_CM_REJ_STALE_CONN, IB_CM_TIMEWAIT);
 
 	/* A second REJ finds nothing left to reject. */
 	IBST_EXPECT_EQ(rx_send_rej(&a.peer, a.id, CMC_MSG_REQ,
@@ -1365,9 +1443,7 @@ static void rej_received(void)
 	rx_quiesce();
 	IBST_EXPECT_EQ(rx_count(a.id, IB_CM_REJ_RECEIVED, NULL), 1);
 out:
-	if (b.id)
-		ib_destroy_cm_id(b.id);
-	b.id = NULL;
+	rx_active_destroy(&b);
 	rx_active_end(&a);
 }
 
@@ -1386,9 +1462,7 @@ static void drep_timewait_exit(void)
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(c.id, IB_CM_DREP_RECEIVED, &e));
 	IBST_EXPECT(rx_pdata_is(&e, 'Z'));
-	IBST_EXPECT(rx_wait_event(c.id, IB_CM_TIMEWAIT_EXIT, NULL));
-	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_IDLE);
-	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_DREQ_ERROR, NULL), 0);
+	RX_EXPECT_TIMEWAIT_EXIT(c.id, 0);
 out:
 	rx_active_end(&c);
 }
@@ -1405,19 +1479,13 @@ static void dreq_unanswered(void)
 	struct rx_event e = {};
 
 	/* No retries: about 0.4 s per exchange (2 x 67 ms + 268 ms). */
-	IBST_EXPECT(rx_active_req(&c, 16, 0, false));
+	IBST_EXPECT(rx_active_connect_timed(&c, 16, 0, false));
 	if (ibst_case_failed())
 		goto out;
-	IBST_EXPECT_EQ(rx_send_rep(&c.peer, c.id, 'p', 0, 0), 0);
-	cm_test_flush();
-	IBST_EXPECT(rx_wait_event(c.id, IB_CM_REP_RECEIVED, NULL));
-	IBST_EXPECT_EQ(ib_send_cm_rtu(c.id, NULL, 0), 0);
 	IBST_EXPECT_EQ(ib_send_cm_dreq(c.id, NULL, 0), 0);
 	IBST_EXPECT(rx_wait_event(c.id, IB_CM_DREQ_ERROR, &e));
 	IBST_EXPECT_EQ(e.send_status, IB_WC_RESP_TIMEOUT_ERR);
-	IBST_EXPECT(rx_wait_event(c.id, IB_CM_TIMEWAIT_EXIT, NULL));
-	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_IDLE);
-	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_DREQ_ERROR, NULL), 1);
+	RX_EXPECT_TIMEWAIT_EXIT(c.id, 1);
 out:
 	rx_active_end(&c);
 }
@@ -1442,9 +1510,8 @@ static void notify_comm_est(void)
 	IBST_EXPECT(rx_wait_event(c.id, IB_CM_USER_ESTABLISHED, NULL));
 	/* The RTU arriving late changes nothing. */
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_RTU_ATTR_ID);
-	IBST_EXPECT_EQ(rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'U'), 0);
-	rx_quiesce();
-	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_RTU_ATTR_ID), dups + 1);
+	RX_EXPECT_DUP_COUNTED(rx_send_ids(CM_RTU_ATTR_ID, &c.peer, c.id, 'U'),
+			      CM_RTU_ATTR_ID, dups + 1);
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_RTU_RECEIVED, NULL), 0);
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_USER_ESTABLISHED, NULL), 1);
 	rx_passive_end(&c);
@@ -1483,9 +1550,7 @@ static void notify_path_mig(void)
 	IBST_EXPECT_EQ(ib_cm_notify(b.id, IB_EVENT_PATH_MIG), -EINVAL);
 	IBST_EXPECT_EQ(b.id->lap_state, IB_CM_LAP_UNINIT);
 out:
-	if (b.id)
-		ib_destroy_cm_id(b.id);
-	b.id = NULL;
+	rx_active_destroy(&b);
 	rx_active_end(&a);
 }
 
@@ -1623,9 +1688,8 @@ static void lap_repeat_counted_and_dropped(void)
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_LAP_ATTR_ID);
 	mra = rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID);
 	rx_lap_path(&alt);
-	IBST_EXPECT_EQ(rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'M'), 0);
-	rx_quiesce();
-	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_LAP_ATTR_ID), dups + 1);
+	RX_EXPECT_DUP_COUNTED(rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'M'),
+			      CM_LAP_ATTR_ID, dups + 1);
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_LAP_RECEIVED, NULL), 1);
 	IBST_EXPECT_EQ(c.id->lap_state, IB_CM_LAP_RCVD);
 	/* Nothing to repeat: the consumer sent no MRA. */
@@ -1667,12 +1731,9 @@ static void lap_mra_sent_and_repeated(void)
 
 	rx_quiesce();
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_LAP_ATTR_ID);
-	mra = rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID);
 	rx_lap_path(&alt);
-	IBST_EXPECT_EQ(rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'N'), 0);
-	cm_test_flush();
-	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_LAP_ATTR_ID), dups + 1);
-	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_MRA_ATTR_ID, mra));
+	RX_EXPECT_DUP_ANSWERED(rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'N'),
+			       CM_LAP_ATTR_ID, dups + 1, CM_MRA_ATTR_ID);
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_LAP_RECEIVED, NULL), 1);
 	IBST_EXPECT_EQ(c.id->lap_state, IB_CM_MRA_LAP_SENT);
 out:
@@ -1714,10 +1775,7 @@ static void lap_outside_established_dropped(void)
 	cm_test_flush();
 	IBST_EXPECT(rx_wait_event(c.id, IB_CM_LAP_RECEIVED, &e));
 	IBST_EXPECT(rx_pdata_is(&e, 'L'));
-	IBST_EXPECT_EQ(rx_send_dreq(&c.peer, c.id->local_id, c.qpn, 'D'), 0);
-	cm_test_flush();
-	IBST_EXPECT(rx_wait_event(c.id, IB_CM_DREQ_RECEIVED, NULL));
-	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_DREQ_RCVD);
+	RX_EXPECT_PEER_DREQ(&c, 'D', NULL);
 	IBST_EXPECT_EQ(rx_send_lap(&c.peer, c.id, c.qpn, &alt, 'T'), 0);
 	rx_quiesce();
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_LAP_RECEIVED, NULL), 1);
@@ -1970,13 +2028,9 @@ static void drop_on_dreq_error_destroys(void)
 	long refs = rx_dev_refs();
 	struct rx_active c;
 
-	IBST_EXPECT(rx_active_req(&c, 16, 0, false));
+	IBST_EXPECT(rx_active_connect_timed(&c, 16, 0, false));
 	if (ibst_case_failed())
 		goto out;
-	IBST_EXPECT_EQ(rx_send_rep(&c.peer, c.id, 'p', 0, 0), 0);
-	cm_test_flush();
-	IBST_EXPECT(rx_wait_event(c.id, IB_CM_REP_RECEIVED, NULL));
-	IBST_EXPECT_EQ(ib_send_cm_rtu(c.id, NULL, 0), 0);
 	rx_drop_on(IB_CM_DREQ_ERROR);
 	IBST_EXPECT_EQ(ib_send_cm_dreq(c.id, NULL, 0), 0);
 	if (rx_drop_done(c.id, IB_CM_DREQ_ERROR, refs))
@@ -2137,9 +2191,7 @@ static void stale_rep_rejected(void)
 	IBST_EXPECT(rx_leaves(old.id, IB_CM_ESTABLISHED));
 	IBST_EXPECT_EQ(rx_state(old.id), IB_CM_DREQ_SENT);
 out:
-	if (old.id)
-		ib_destroy_cm_id(old.id);
-	old.id = NULL;
+	rx_active_destroy(&old);
 	rx_active_end(&c);
 }
 
@@ -2175,6 +2227,22 @@ static struct ib_cm_id *rx_sidr_claim(const struct rx_event *e)
 	return e->id;
 }
 
+/*
+ * The peer's SIDR_REQ (request ID @rid, for @sid, P_Key @pkey, private
+ * data @tag) reaches a listener as event @e: the new ID it got, taken
+ * over, or NULL.
+ */
+static struct ib_cm_id *rx_sidr_req_delivered(u32 rid, __be64 sid, u16 pkey,
+					      char tag, struct rx_event *e)
+{
+	if (rx_send_sidr_req(rid, sid, pkey, tag))
+		return NULL;
+	cm_test_flush();
+	if (!rx_wait_event(NULL, IB_CM_SIDR_REQ_RECEIVED, e))
+		return NULL;
+	return rx_sidr_claim(e);
+}
+
 /* Nobody listens: the CM itself answers "unsupported", tells nobody. */
 static void sidr_req_without_listener_unsupported(void)
 {
@@ -2191,9 +2259,7 @@ static void sidr_req_without_listener_unsupported(void)
 		       0);
 	cm_test_flush();
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_SIDR_REP_ATTR_ID, tx));
-	IBST_EXPECT(rx_wait_event(a.id, IB_CM_SIDR_REP_RECEIVED, &e));
-	IBST_EXPECT_EQ(e.sidr_status, IB_SIDR_UNSUPPORTED);
-	IBST_EXPECT_EQ(rx_state(a.id), IB_CM_IDLE);
+	RX_EXPECT_SIDR_ANSWERED(&a, &e, IB_SIDR_UNSUPPORTED);
 	rx_quiesce();
 	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_SIDR_REQ_RECEIVED, NULL), 0);
 	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_SIDR_REP_RECEIVED, NULL), 1);
@@ -2229,10 +2295,8 @@ static void sidr_req_event_fields_and_rep_sent(void)
 		goto out;
 	rx_quiesce();
 	rx = rx_ctr(CM_CTR_RX, CM_SIDR_REQ_ATTR_ID);
-	IBST_EXPECT_EQ(rx_send_sidr_req(rx_asker_rid(&a), sid, 0x8abc, 'S'), 0);
-	cm_test_flush();
-	IBST_EXPECT(rx_wait_event(NULL, IB_CM_SIDR_REQ_RECEIVED, &e));
-	n = rx_sidr_claim(&e);
+	n = rx_sidr_req_delivered(rx_asker_rid(&a), sid, 0x8abc, 'S', &e);
+	IBST_EXPECT_NOT_NULL(n);
 	if (!n)
 		goto out;
 	IBST_EXPECT_PTR_NE(n, listen);
@@ -2253,12 +2317,10 @@ static void sidr_req_event_fields_and_rep_sent(void)
 	/* One answer per request. */
 	IBST_EXPECT_EQ(ib_send_cm_sidr_rep(n, &rep), -EINVAL);
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_SIDR_REP_ATTR_ID, tx));
-	IBST_EXPECT(rx_wait_event(a.id, IB_CM_SIDR_REP_RECEIVED, &e));
-	IBST_EXPECT_EQ(e.sidr_status, IB_SIDR_SUCCESS);
+	RX_EXPECT_SIDR_ANSWERED(&a, &e, IB_SIDR_SUCCESS);
 	IBST_EXPECT_EQ(e.remote_qpn, 0xc0ffee);
 	IBST_EXPECT_EQ(e.qkey, 0x13572468);
 	IBST_EXPECT(rx_pdata_is(&e, 'T'));
-	IBST_EXPECT_EQ(rx_state(a.id), IB_CM_IDLE);
 	rx_quiesce();
 	IBST_EXPECT_EQ(rx_count(a.id, IB_CM_SIDR_REP_RECEIVED, NULL), 1);
 	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_SIDR_REQ_RECEIVED, NULL), 1);
@@ -2281,16 +2343,12 @@ static void sidr_req_unanswered_rejected(void)
 	IBST_EXPECT(rx_sidr_ask(&a));
 	if (ibst_case_failed())
 		goto out;
-	IBST_EXPECT_EQ(rx_send_sidr_req(rx_asker_rid(&a), sid, 0xffff, 'd'), 0);
-	cm_test_flush();
-	IBST_EXPECT(rx_wait_event(NULL, IB_CM_SIDR_REQ_RECEIVED, &e));
-	n = rx_sidr_claim(&e);
+	n = rx_sidr_req_delivered(rx_asker_rid(&a), sid, 0xffff, 'd', &e);
+	IBST_EXPECT_NOT_NULL(n);
 	if (!n)
 		goto out;
 	ib_destroy_cm_id(n);
-	IBST_EXPECT(rx_wait_event(a.id, IB_CM_SIDR_REP_RECEIVED, &e));
-	IBST_EXPECT_EQ(e.sidr_status, IB_SIDR_REJECT);
-	IBST_EXPECT_EQ(rx_state(a.id), IB_CM_IDLE);
+	RX_EXPECT_SIDR_ANSWERED(&a, &e, IB_SIDR_REJECT);
 out:
 	rx_sidr_end(&a, listen);
 }
@@ -2322,10 +2380,8 @@ static void dup_sidr_req_counted_and_dropped(void)
 	rx_quiesce();
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_SIDR_REQ_ATTR_ID);
 	rx = rx_ctr(CM_CTR_RX, CM_SIDR_REQ_ATTR_ID);
-	IBST_EXPECT_EQ(rx_send_sidr_req(rid, sid, 0xffff, 'a'), 0);
-	cm_test_flush();
-	IBST_EXPECT(rx_wait_event(NULL, IB_CM_SIDR_REQ_RECEIVED, &e));
-	n = rx_sidr_claim(&e);
+	n = rx_sidr_req_delivered(rid, sid, 0xffff, 'a', &e);
+	IBST_EXPECT_NOT_NULL(n);
 	if (!n)
 		goto out;
 	IBST_EXPECT_EQ(rx_send_sidr_req(rid, sid, 0xffff, 'b'), 0);
@@ -2373,12 +2429,10 @@ static void sidr_rep_event_fields_and_unknown_dropped(void)
 	IBST_EXPECT_EQ(rx_send_sidr_rep(rx_asker_rid(&a), IB_SIDR_REDIRECT,
 					0xabcdef, 0x0badcafe, 'R'), 0);
 	cm_test_flush();
-	IBST_EXPECT(rx_wait_event(a.id, IB_CM_SIDR_REP_RECEIVED, &e));
-	IBST_EXPECT_EQ(e.sidr_status, IB_SIDR_REDIRECT);
+	RX_EXPECT_SIDR_ANSWERED(&a, &e, IB_SIDR_REDIRECT);
 	IBST_EXPECT_EQ(e.remote_qpn, 0xabcdef);
 	IBST_EXPECT_EQ(e.qkey, 0x0badcafe);
 	IBST_EXPECT(rx_pdata_is(&e, 'R'));
-	IBST_EXPECT_EQ(rx_state(a.id), IB_CM_IDLE);
 
 	IBST_EXPECT_EQ(rx_send_sidr_rep(rx_asker_rid(&a), IB_SIDR_REJECT, 1, 2,
 					'r'), 0);
