@@ -309,6 +309,7 @@ static void cc_note(struct cc_event *e, struct ib_cm_id *id,
 	e->state = READ_ONCE(id->state);
 	e->at = ktime_get();
 	cmt_note_pdata(&e->has_pdata, e->pdata, ev);
+	cmt_note_params(e, ev);
 	switch (ev->event) {
 	case IB_CM_REQ_RECEIVED:
 		cc_note_req(e, &ev->param.req_rcvd);
@@ -316,19 +317,11 @@ static void cc_note(struct cc_event *e, struct ib_cm_id *id,
 		memcpy(e->req_pdata, ev->private_data, sizeof(e->req_pdata));
 		break;
 	case IB_CM_SIDR_REQ_RECEIVED:
-		e->listen_id = sreq->listen_id;
-		e->service_id = sreq->service_id;
-		e->sidr_pkey = sreq->pkey;
-		e->bth_pkey = sreq->bth_pkey;
-		e->port = sreq->port;
 		e->sgid_ok = sreq->sgid_attr &&
 			     !memcmp(sreq->sgid_attr->gid.raw,
 				     cc_gid->gid.raw, sizeof(union ib_gid));
 		break;
 	case IB_CM_SIDR_REP_RECEIVED:
-		e->sidr_status = srep->status;
-		e->remote_qpn = srep->qpn;
-		e->qkey = srep->qkey;
 		e->info_len = srep->info_len;
 		if (srep->info)
 			memcpy(e->info, srep->info,
@@ -338,20 +331,10 @@ static void cc_note(struct cc_event *e, struct ib_cm_id *id,
 		cc_note_rep(e, &ev->param.rep_rcvd);
 		break;
 	case IB_CM_REJ_RECEIVED:
-		e->rej_reason = rej->reason;
 		e->ari_len = rej->ari_length;
 		if (rej->ari)
 			memcpy(e->ari, rej->ari,
 			       min_t(size_t, rej->ari_length, sizeof(e->ari)));
-		break;
-	case IB_CM_MRA_RECEIVED:
-		e->service_timeout = ev->param.mra_rcvd.service_timeout;
-		break;
-	case IB_CM_REQ_ERROR:
-	case IB_CM_REP_ERROR:
-	case IB_CM_DREQ_ERROR:
-	case IB_CM_SIDR_REQ_ERROR:
-		e->send_status = ev->param.send_status;
 		break;
 	default:
 		break;

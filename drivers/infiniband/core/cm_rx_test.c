@@ -104,7 +104,7 @@ struct rx_event {
 	int send_status;
 	/* SIDR_REQ_RECEIVED */
 	__be64 service_id;
-	u16 pkey;
+	u16 sidr_pkey;
 	u16 bth_pkey;
 	u8 port;
 	/* SIDR_REP_RECEIVED (and remote_qpn) */
@@ -140,13 +140,10 @@ static void rx_note(struct rx_event *e, const struct ib_cm_event *ev)
 {
 	const struct ib_cm_req_event_param *req = &ev->param.req_rcvd;
 	const struct ib_cm_rep_event_param *rep = &ev->param.rep_rcvd;
-	const struct ib_cm_sidr_req_event_param *sreq =
-		&ev->param.sidr_req_rcvd;
-	const struct ib_cm_sidr_rep_event_param *srep =
-		&ev->param.sidr_rep_rcvd;
 
 	lockdep_assert_held(&rx_lock);
 	cmt_note_pdata(&e->has_pdata, e->pdata, ev);
+	cmt_note_params(e, ev);
 	switch (ev->event) {
 	case IB_CM_REQ_RECEIVED:
 		e->listen_id = req->listen_id;
@@ -162,30 +159,6 @@ static void rx_note(struct rx_event *e, const struct ib_cm_event *ev)
 		e->ca_guid = rep->remote_ca_guid;
 		e->ece_vendor = rep->ece.vendor_id;
 		e->ece_attr = rep->ece.attr_mod;
-		break;
-	case IB_CM_REJ_RECEIVED:
-		e->rej_reason = ev->param.rej_rcvd.reason;
-		break;
-	case IB_CM_MRA_RECEIVED:
-		e->service_timeout = ev->param.mra_rcvd.service_timeout;
-		break;
-	case IB_CM_REQ_ERROR:
-	case IB_CM_REP_ERROR:
-	case IB_CM_DREQ_ERROR:
-	case IB_CM_SIDR_REQ_ERROR:
-		e->send_status = ev->param.send_status;
-		break;
-	case IB_CM_SIDR_REQ_RECEIVED:
-		e->listen_id = sreq->listen_id;
-		e->service_id = sreq->service_id;
-		e->pkey = sreq->pkey;
-		e->bth_pkey = sreq->bth_pkey;
-		e->port = sreq->port;
-		break;
-	case IB_CM_SIDR_REP_RECEIVED:
-		e->sidr_status = srep->status;
-		e->remote_qpn = srep->qpn;
-		e->qkey = srep->qkey;
 		break;
 	case IB_CM_LAP_RECEIVED:
 		e->alt = *ev->param.lap_rcvd.alternate_path;
@@ -2302,7 +2275,7 @@ static void sidr_req_event_fields_and_rep_sent(void)
 	IBST_EXPECT_PTR_NE(n, listen);
 	IBST_EXPECT_PTR_EQ(e.listen_id, listen);
 	IBST_EXPECT_EQ(e.service_id, sid);
-	IBST_EXPECT_EQ(e.pkey, 0x8abc);
+	IBST_EXPECT_EQ(e.sidr_pkey, 0x8abc);
 	IBST_EXPECT_EQ(e.bth_pkey, 0xffff);
 	IBST_EXPECT_EQ(e.port, rx_port);
 	IBST_EXPECT(rx_pdata_is(&e, 'S'));

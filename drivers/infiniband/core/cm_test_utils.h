@@ -158,6 +158,52 @@ static void cmt_note_pdata(bool *has, u8 *pdata, const struct ib_cm_event *ev)
 	}
 }
 
+/*
+ * The parameters that every note of an event records the same way, into
+ * @note, which has fields of these names: a REJ's reason, an MRA's
+ * service timeout, the status of a failed send, what a SIDR_REQ asked
+ * for and what a SIDR_REP answered.  A macro, as each test has its own
+ * type of note; the test's own switch adds what else it records.
+ */
+#define cmt_note_params(note, cm_ev) do {				\
+	const struct ib_cm_sidr_req_event_param *__cmt_sreq;		\
+	const struct ib_cm_sidr_rep_event_param *__cmt_srep;		\
+	const struct ib_cm_event *__cmt_ev = (cm_ev);			\
+	typeof(note) __cmt_e = (note);					\
+									\
+	__cmt_sreq = &__cmt_ev->param.sidr_req_rcvd;			\
+	__cmt_srep = &__cmt_ev->param.sidr_rep_rcvd;			\
+	switch (__cmt_ev->event) {					\
+	case IB_CM_REJ_RECEIVED:					\
+		__cmt_e->rej_reason = __cmt_ev->param.rej_rcvd.reason;	\
+		break;							\
+	case IB_CM_MRA_RECEIVED:					\
+		__cmt_e->service_timeout =				\
+			__cmt_ev->param.mra_rcvd.service_timeout;	\
+		break;							\
+	case IB_CM_REQ_ERROR:						\
+	case IB_CM_REP_ERROR:						\
+	case IB_CM_DREQ_ERROR:						\
+	case IB_CM_SIDR_REQ_ERROR:					\
+		__cmt_e->send_status = __cmt_ev->param.send_status;	\
+		break;							\
+	case IB_CM_SIDR_REQ_RECEIVED:					\
+		__cmt_e->listen_id = __cmt_sreq->listen_id;		\
+		__cmt_e->service_id = __cmt_sreq->service_id;		\
+		__cmt_e->sidr_pkey = __cmt_sreq->pkey;			\
+		__cmt_e->bth_pkey = __cmt_sreq->bth_pkey;		\
+		__cmt_e->port = __cmt_sreq->port;			\
+		break;							\
+	case IB_CM_SIDR_REP_RECEIVED:					\
+		__cmt_e->sidr_status = __cmt_srep->status;		\
+		__cmt_e->remote_qpn = __cmt_srep->qpn;			\
+		__cmt_e->qkey = __cmt_srep->qkey;			\
+		break;							\
+	default:							\
+		break;							\
+	}								\
+} while (0)
+
 /* ------------------------------------------------------------------ */
 /* States and events, for what a failed case prints                    */
 
