@@ -115,7 +115,10 @@ rping_checked() {
 	rc=$(cat "/tmp/$name.rc" 2> /dev/null)
 	pings=$(grep -c '^ping data: rdma-ping-' "$out")
 	echo "# $name: client exit status ${rc:-none}, $pings ping lines"
-	[ "$rc" = 0 ] || tail -n 5 "$out" | sed -e "s/^/# $name client: /"
+	# what rping said besides its pings: its error (stderr is not
+	# buffered, so it stands before the pings in the file)
+	[ "$rc" = 0 ] || grep -v '^ping data: rdma-ping-' "$out" | tail -n 8 |
+		sed -e "s/^/# $name client: /"
 	tap_check "$name: client ($SRIOV_NAME) exit 0" test "$rc" = 0
 	tap_check "$name: $count pings" test "$pings" = "$count"
 }
