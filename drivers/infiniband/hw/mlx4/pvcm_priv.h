@@ -100,6 +100,11 @@ static const struct rhashtable_params pvcm_sl_params __maybe_unused = {
 	.key_offset = offsetof(struct pvcm_entry, key),
 	.head_offset = offsetof(struct pvcm_entry, hnode),
 	.obj_cmpfn = pvcm_sl_cmp,
+	/*
+	 * 1024 buckets (8 KiB) from the start and at the least: a cache of
+	 * a few hundred connections is not rehashed on its way up and down.
+	 */
+	.min_size = 1024,
 	.automatic_shrinking = true,
 };
 
