@@ -316,9 +316,20 @@ pvcm_stale(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e)
 	return e->epoch != (u32)atomic_read(&pvcm_slave(pv, e)->epoch);
 }
 
+/*
+ * The state of an entry found without pv->lock.  Acquire: an entry seen
+ * published (not PVCM_DEAD) is seen with everything its creator wrote
+ * before publishing it (pvcm_publish_locked()).
+ */
+static u8 pvcm_state(const struct pvcm_entry *e)
+{
+	/* pairs with the release in pvcm_publish_locked() */
+	return smp_load_acquire(&e->state);
+}
+
 static bool pvcm_live(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e)
 {
-	u8 state = READ_ONCE(e->state);
+	u8 state = pvcm_state(e);
 
 	return (state == PVCM_PENDING || state == PVCM_ESTABLISHED) &&
 	       !pvcm_stale(pv, e);
@@ -327,7 +338,7 @@ static bool pvcm_live(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e)
 VISIBLE_IF_PVCM_TEST bool
 pvcm_usable(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e)
 {
-	return READ_ONCE(e->state) != PVCM_DEAD && !pvcm_stale(pv, e);
+	return pvcm_state(e) != PVCM_DEAD && !pvcm_stale(pv, e);
 }
 
 static void pvcm_entry_free_rcu(struct rcu_head *head)
@@ -391,9 +402,10 @@ pvcm_find_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
 	struct pvcm_entry *e;
 
 	/*
-	 * xa_load() without a read-side section of its own.  An index that
-	 * xa_alloc_cyclic() reserved and its creator has not stored to yet
-	 * reads as the zero entry: no entry.
+	 * xa_load() without a read-side section of its own.  Index 0 of an
+	 * XA_FLAGS_ALLOC1 array holds the zero entry, which xas_retry() would
+	 * retry for ever: it is no entry.  An entry found may not be
+	 * published yet: callers check pvcm_usable().
 	 */
 	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "pvcm: lookup outside RCU");
 	do {
@@ -602,13 +614,13 @@ static void pvcm_event_locked(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e,
 static inline bool pvcm_note_out(struct pvcm_entry *e, u32 peer, bool sidr);
 
 /*
- * A new entry for (slave, sl_cm_id), not yet published, with its id
- * reserved in pv->pv_ids (the index in @id); pvcm_discard() and an
- * xa_erase() of @id give both back.
+ * A new entry for (slave, sl_cm_id), stored in pv->pv_ids under its index
+ * (returned in @id) but not published: lookups skip it while it is
+ * PVCM_DEAD.  pvcm_entry_abort() gives it back.
  */
-static struct pvcm_entry *pvcm_entry_new(struct mlx4_ib_pvcm *pv, u32 slave,
-					 u32 sl_cm_id, u32 peer, bool sidr,
-					 u32 *id)
+VISIBLE_IF_PVCM_TEST struct pvcm_entry *
+pvcm_entry_new(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id, u32 peer,
+	       bool sidr, u32 *id)
 {
 	struct pvcm_entry *e;
 	int ret;
@@ -621,25 +633,40 @@ static struct pvcm_entry *pvcm_entry_new(struct mlx4_ib_pvcm *pv, u32 slave,
 	atomic_long_inc(&pvcm_objects);
 	e->key.sl_cm_id = sl_cm_id;
 	e->key.slave = slave;
-	e->state = PVCM_PENDING;
+	e->state = PVCM_DEAD;
 	e->indexed = 0;
 	e->remote_id = peer;
 	e->sidr = sidr;
 	e->idle = 0;
 	refcount_set(&e->ref, 1);	/* the map's */
 
-	/* reserve the id; lookups see it only once the entry is complete */
+	/*
+	 * The store publishes the fields above to lookups by id, which see
+	 * the entry but skip it until pvcm_publish_locked().  pv_cm_id is
+	 * only read from published entries.
+	 */
 	ret = -ENOMEM;
 	if (!pvcm_fault())
-		ret = xa_alloc_cyclic(&pv->pv_ids, id, NULL,
-				      XA_LIMIT(1, S32_MAX), &pv->pv_next,
-				      GFP_KERNEL);
+		ret = xa_alloc_cyclic(&pv->pv_ids, id, e, XA_LIMIT(1, S32_MAX),
+				      &pv->pv_next, GFP_KERNEL);
 	if (ret < 0) {
 		pvcm_discard(e);
 		return ERR_PTR(ret);
 	}
 	e->pv_cm_id = pvcm_id_of(pv, *id);
 	return e;
+}
+
+/*
+ * Give back an entry of pvcm_entry_new() that was not published.  A
+ * lookup by id may still hold it (skipping it): it is freed after a grace
+ * period, and a pin (test builds) keeps it longer.
+ */
+VISIBLE_IF_PVCM_TEST void pvcm_entry_abort(struct mlx4_ib_pvcm *pv,
+					   struct pvcm_entry *e, u32 id)
+{
+	xa_erase(&pv->pv_ids, id);
+	pvcm_put(e);
 }
 
 /*
@@ -658,24 +685,22 @@ static int pvcm_join_live(struct mlx4_ib_pvcm *pv, struct pvcm_entry *old,
 	return 0;
 }
 
-/* Make @e, indexed by (slave, sl_cm_id) already, visible under its id. */
+/*
+ * Put @e, indexed by (slave, sl_cm_id) already, on its slave's list and
+ * make it usable to lookups by id.
+ */
 static void pvcm_publish_locked(struct mlx4_ib_pvcm *pv,
 				struct mlx4_ib_pvcm_slave *s,
-				struct pvcm_entry *e, u32 id)
+				struct pvcm_entry *e)
 {
 	lockdep_assert_held(&pv->lock);
 	e->indexed = 1;
-	/*
-	 * xa_alloc_cyclic() reserved the index, and a reserved index is only
-	 * ever stored to or erased by the creator that reserved it: the store
-	 * replaces the reservation in place, allocates nothing and cannot
-	 * fail.
-	 */
-	xa_store(&pv->pv_ids, id, e, GFP_ATOMIC);
 	list_add_tail(&e->link, &s->pending);
 	s->nr_live++;
 	s->allocated++;
 	pvcm_arm(pv, e->deadline);
+	/* last: pairs with the acquire of pvcm_state() */
+	smp_store_release(&e->state, PVCM_PENDING);
 }
 
 /*
@@ -743,7 +768,7 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 			goto unlock;
 		old->indexed = 0;
 	}
-	pvcm_publish_locked(pv, s, e, id);
+	pvcm_publish_locked(pv, s, e);
 	*pv_cm_id = e->pv_cm_id;
 	if (pvcm_event_needed(e, ev))	/* not the refresh of a new entry */
 		pvcm_event_locked(pv, e, ev);
@@ -753,8 +778,7 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 
 unlock:
 	spin_unlock(&pv->lock);
-	xa_erase(&pv->pv_ids, id);
-	pvcm_discard(e);
+	pvcm_entry_abort(pv, e, id);
 	return ret;
 }
 

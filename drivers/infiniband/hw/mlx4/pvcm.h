@@ -74,12 +74,12 @@ struct mlx4_ib_pvcm_slave {
  * @lock: protects the per-slave lists and counters, entry state and
  *	deadlines, membership of entries in @sl_ids and @pv_ids, membership
  *	of routes in @routes and the reaper bookkeeping below
- * @pv_ids: index (pv_cm_id XOR @id_xor) -> entry; read under RCU.  An
- *	index is first reserved (xa_alloc_cyclic() of a NULL entry,
- *	invisible to lookups) without @lock; only the creator that reserved
- *	an index stores the entry there (under @lock) or erases the unused
- *	reservation (without it).  A published entry is erased under @lock
- *	only
+ * @pv_ids: index (pv_cm_id XOR @id_xor) -> entry; read under RCU.  The
+ *	creator stores a new entry with its index (xa_alloc_cyclic(),
+ *	without @lock) in state PVCM_DEAD, which lookups skip, and makes it
+ *	PVCM_PENDING (a release store, under @lock) once it is on its
+ *	slave's list; if it gives up instead, it erases the entry without
+ *	@lock.  A published entry is erased under @lock only
  * @pv_next: cyclic allocation cursor of @pv_ids (under the xa_lock)
  * @id_xor: random, bit 31 set; set at init, then only read
  * @sl_ids: (slave, sl_cm_id) -> current entry; read under RCU

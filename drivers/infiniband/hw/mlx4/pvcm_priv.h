@@ -49,7 +49,7 @@ enum pvcm_state {
 	PVCM_PENDING,		/* on slave->pending, expires if idle */
 	PVCM_ESTABLISHED,	/* on slave->established */
 	PVCM_TIMEWAIT,		/* on slave->timewait, freed at deadline */
-	PVCM_DEAD,		/* unlinked, waiting for the last put */
+	PVCM_DEAD,		/* not yet published, or unlinked for good */
 };
 
 struct pvcm_key {
@@ -200,6 +200,9 @@ void pvcm_put(struct pvcm_entry *e);
 u32 pvcm_index(const struct mlx4_ib_pvcm *pv, u32 pv_cm_id);
 u32 pvcm_id_of(const struct mlx4_ib_pvcm *pv, u32 index);
 struct pvcm_entry *pvcm_find_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id);
+struct pvcm_entry *pvcm_entry_new(struct mlx4_ib_pvcm *pv, u32 slave,
+				  u32 sl_cm_id, u32 peer, bool sidr, u32 *id);
+void pvcm_entry_abort(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e, u32 id);
 struct pvcm_entry *pvcm_pin_sl(struct mlx4_ib_pvcm *pv, u32 slave,
 			       u32 sl_cm_id);
 struct pvcm_entry *pvcm_pin_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id);

@@ -379,29 +379,77 @@ static void timewait_reserves_pv_id(void)
 }
 
 /*
- * Between xa_alloc_cyclic() and the store of the entry, its index holds
- * the xarray's zero entry: a lookup, and a wire MAD that names the id,
- * must find nothing there.
+ * A new entry sits in pv_ids before its creator publishes it: until then
+ * a wire MAD that names its id, a stranger's REP included, finds nothing
+ * and leaves it as it was, and a lookup does not report it.
  */
-static void reserved_pv_id_is_no_entry(void)
+static void unpublished_entry_is_no_entry(void)
 {
+	const int s = 6;
+	struct mlx4_ib_pvcm_stats st = t_stats(s);
+	struct pvcm_entry *e;
 	struct ib_mad mad;
-	u32 idx, pv;
-	int ret, to;
+	int to, slave;
+	u32 idx, pv, sl;
 
-	ret = xa_alloc_cyclic(&t_pv->pv_ids, &idx, NULL, XA_LIMIT(1, S32_MAX),
-			      &t_pv->pv_next, GFP_KERNEL);
-	IBST_EXPECT_GE(ret, 0);
-	if (ret < 0)
+	e = pvcm_entry_new(t_pv, s, 0x3f0, 0, false, &idx);
+	IBST_EXPECT_NOT_ERR(e);
+	if (IS_ERR(e))
 		return;
 	pv = pvcm_id_of(t_pv, idx);
 	rcu_read_lock();
-	IBST_EXPECT_NULL(pvcm_find_pv(t_pv, pv));
+	IBST_EXPECT_PTR_EQ(pvcm_find_pv(t_pv, pv), e);
+	IBST_EXPECT(!pvcm_usable(t_pv, e));
 	rcu_read_unlock();
-	t_mad(&mad, CM_RTU_ATTR_ID, 0x3f1, pv);
+	to = -1;
+	t_mad(&mad, CM_REP_ATTR_ID, 0x3f1, pv);
 	IBST_EXPECT_EQ(t_dmx(&mad, &to), -ENOENT);
 	IBST_EXPECT_EQ(to, -1);
-	xa_erase(&t_pv->pv_ids, idx);
+	t_mad(&mad, CM_RTU_ATTR_ID, 0x3f1, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), -ENOENT);
+	IBST_EXPECT_EQ(t_dmx_to(&mad, s), -ENOENT);
+	IBST_EXPECT_EQ(mlx4_ib_pvcm_lookup(t_dev, pv, &slave, &sl), -ENOENT);
+	IBST_EXPECT_EQ(READ_ONCE(e->remote_id), 0);
+	IBST_EXPECT_EQ(READ_ONCE(e->state), PVCM_DEAD);
+	IBST_EXPECT_EQ(t_stats(s).live, st.live);
+	IBST_EXPECT_EQ(t_stats(s).allocated, st.allocated);
+	pvcm_entry_abort(t_pv, e, idx);
+	rcu_read_lock();
+	IBST_EXPECT_NULL(pvcm_find_pv(t_pv, pv));
+	rcu_read_unlock();
+}
+
+/*
+ * An allocating xarray keeps index 0 busy with its zero entry once it has
+ * a node: the pv id that maps to index 0 is a wire MAD's id like any other
+ * unknown one, and neither a lookup nor a demux may spin on it.
+ */
+static void pv_id_of_index_zero_is_no_entry(void)
+{
+	const int s = 12;
+	struct ib_mad mad;
+	int err, to, slave;
+	u32 pv, pv0 = pvcm_id_of(t_pv, 0), sl;
+
+	/* two entries: the array has a node, slot 0 of which is busy */
+	pv = t_out(s, CM_REQ_ATTR_ID, 0x3e1, 0, &err);
+	IBST_EXPECT_EQ(err, 0);
+	t_out(s, CM_REQ_ATTR_ID, 0x3e2, 0, &err);
+	IBST_EXPECT_EQ(err, 0);
+	IBST_EXPECT_NE(pv, pv0);
+	rcu_read_lock();
+	IBST_EXPECT_NULL(pvcm_find_pv(t_pv, pv0));
+	rcu_read_unlock();
+	to = -1;
+	t_mad(&mad, CM_REP_ATTR_ID, 0x3e3, pv0);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), -ENOENT);
+	IBST_EXPECT_EQ(to, -1);
+	t_mad(&mad, CM_RTU_ATTR_ID, 0x3e3, pv0);
+	IBST_EXPECT_EQ(t_dmx_to(&mad, s), -ENOENT);
+	IBST_EXPECT_EQ(mlx4_ib_pvcm_lookup(t_dev, pv0, &slave, &sl), -ENOENT);
+	t_out(s, CM_DREQ_ATTR_ID, 0x3e1, 0, &err);
+	t_out(s, CM_DREQ_ATTR_ID, 0x3e2, 0, &err);
+	t_settle();
 }
 
 /* old leak: the remote rejects the VF's REQ */
@@ -2098,7 +2146,8 @@ static const struct ibst_case t_cases[] = {
 	IBST_CASE(conn_passive_round_trip),
 	IBST_CASE(pv_ids_differ_per_device),
 	IBST_CASE(timewait_reserves_pv_id),
-	IBST_CASE(reserved_pv_id_is_no_entry),
+	IBST_CASE(unpublished_entry_is_no_entry),
+	IBST_CASE(pv_id_of_index_zero_is_no_entry),
 	IBST_CASE(remote_rej_releases),
 	IBST_CASE(vf_rej_after_req_rep_releases),
 	IBST_CASE(dreq_drep_id_reuse),
