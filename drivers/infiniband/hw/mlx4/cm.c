@@ -181,22 +181,51 @@ VISIBLE_IF_PVCM_TEST atomic_long_t pvcm_objects = ATOMIC_LONG_INIT(0);
 VISIBLE_IF_PVCM_TEST struct dentry *pvcm_debugfs_root;
 
 /* ------------------------------------------------------------------------
- * (a) CM MAD field helpers.  Byte offsets (pvcm_priv.h) are into the CM
- * payload that follows the common MAD header (IBTA vol 1, chapter 12).
+ * (a) CM MAD field helpers, on the IBTA field descriptors of
+ * <rdma/ibta_vol1_c12.h> (IBTA vol 1, chapter 12).
+ *
+ * Every CM message starts with its sender's id (SIDR: the request id) and
+ * every one that answers or continues a connection follows it with the
+ * receiver's id.  The helpers read them through the REQ and REP fields;
+ * the assertions hold every other message to the same places.
  */
+#define PVCM_FIELD_OFF(...)			__PVCM_FIELD_OFF(__VA_ARGS__)
+#define __PVCM_FIELD_OFF(type, off, mask, bits)	(off)
+#define PVCM_SAME_PLACE(a, b) \
+	static_assert(PVCM_FIELD_OFF(a) == PVCM_FIELD_OFF(b))
+
+PVCM_SAME_PLACE(CM_REQ_LOCAL_COMM_ID, CM_MRA_LOCAL_COMM_ID);
+PVCM_SAME_PLACE(CM_REQ_LOCAL_COMM_ID, CM_REJ_LOCAL_COMM_ID);
+PVCM_SAME_PLACE(CM_REQ_LOCAL_COMM_ID, CM_REP_LOCAL_COMM_ID);
+PVCM_SAME_PLACE(CM_REQ_LOCAL_COMM_ID, CM_RTU_LOCAL_COMM_ID);
+PVCM_SAME_PLACE(CM_REQ_LOCAL_COMM_ID, CM_DREQ_LOCAL_COMM_ID);
+PVCM_SAME_PLACE(CM_REQ_LOCAL_COMM_ID, CM_DREP_LOCAL_COMM_ID);
+PVCM_SAME_PLACE(CM_REQ_LOCAL_COMM_ID, CM_LAP_LOCAL_COMM_ID);
+PVCM_SAME_PLACE(CM_REQ_LOCAL_COMM_ID, CM_APR_LOCAL_COMM_ID);
+PVCM_SAME_PLACE(CM_REQ_LOCAL_COMM_ID, CM_SIDR_REQ_REQUESTID);
+PVCM_SAME_PLACE(CM_REQ_LOCAL_COMM_ID, CM_SIDR_REP_REQUESTID);
+PVCM_SAME_PLACE(CM_REP_REMOTE_COMM_ID, CM_MRA_REMOTE_COMM_ID);
+PVCM_SAME_PLACE(CM_REP_REMOTE_COMM_ID, CM_REJ_REMOTE_COMM_ID);
+PVCM_SAME_PLACE(CM_REP_REMOTE_COMM_ID, CM_RTU_REMOTE_COMM_ID);
+PVCM_SAME_PLACE(CM_REP_REMOTE_COMM_ID, CM_DREQ_REMOTE_COMM_ID);
+PVCM_SAME_PLACE(CM_REP_REMOTE_COMM_ID, CM_DREP_REMOTE_COMM_ID);
+PVCM_SAME_PLACE(CM_REP_REMOTE_COMM_ID, CM_LAP_REMOTE_COMM_ID);
+PVCM_SAME_PLACE(CM_REP_REMOTE_COMM_ID, CM_APR_REMOTE_COMM_ID);
+
 static bool pvcm_is_attr(const struct ib_mad *mad, __be16 attr)
 {
 	return mad->mad_hdr.attr_id == attr;
 }
 
-static u32 pvcm_get32(const struct ib_mad *mad, unsigned int off)
+/* the first id of any CM message */
+static u32 pvcm_get_first(const struct ib_mad *mad)
 {
-	return get_unaligned_be32(mad->data + off);
+	return IBA_GET(CM_REQ_LOCAL_COMM_ID, (struct cm_req_msg *)mad);
 }
 
-static void pvcm_put32(struct ib_mad *mad, unsigned int off, u32 val)
+static void pvcm_set_first(struct ib_mad *mad, u32 id)
 {
-	put_unaligned_be32(val, mad->data + off);
+	IBA_SET(CM_REQ_LOCAL_COMM_ID, (struct cm_req_msg *)mad, id);
 }
 
 /* the id the sender chose for itself */
@@ -204,7 +233,7 @@ VISIBLE_IF_PVCM_TEST int pvcm_local_id(const struct ib_mad *mad, u32 *id)
 {
 	if (pvcm_is_attr(mad, CM_SIDR_REP_ATTR_ID))
 		return -EPROTO;
-	*id = pvcm_get32(mad, PVCM_OFF_LOCAL_ID);
+	*id = pvcm_get_first(mad);
 	return 0;
 }
 
@@ -212,24 +241,20 @@ VISIBLE_IF_PVCM_TEST int pvcm_set_local_id(struct ib_mad *mad, u32 id)
 {
 	if (pvcm_is_attr(mad, CM_SIDR_REP_ATTR_ID))
 		return -EPROTO;
-	pvcm_put32(mad, PVCM_OFF_LOCAL_ID, id);
+	pvcm_set_first(mad, id);
 	return 0;
 }
 
 /* the id of the receiver, as the sender knows it */
-static unsigned int pvcm_remote_off(const struct ib_mad *mad)
-{
-	if (pvcm_is_attr(mad, CM_SIDR_REP_ATTR_ID))
-		return PVCM_OFF_LOCAL_ID;
-	return PVCM_OFF_REMOTE_ID;
-}
-
 VISIBLE_IF_PVCM_TEST int pvcm_remote_id(const struct ib_mad *mad, u32 *id)
 {
 	if (pvcm_is_attr(mad, CM_SIDR_REQ_ATTR_ID) ||
 	    pvcm_is_attr(mad, CM_REQ_ATTR_ID))
 		return -EPROTO;
-	*id = pvcm_get32(mad, pvcm_remote_off(mad));
+	if (pvcm_is_attr(mad, CM_SIDR_REP_ATTR_ID))
+		*id = pvcm_get_first(mad);
+	else
+		*id = IBA_GET(CM_REP_REMOTE_COMM_ID, (struct cm_rep_msg *)mad);
 	return 0;
 }
 
@@ -238,7 +263,10 @@ static int pvcm_set_remote_id(struct ib_mad *mad, u32 id)
 	if (pvcm_is_attr(mad, CM_SIDR_REQ_ATTR_ID) ||
 	    pvcm_is_attr(mad, CM_REQ_ATTR_ID))
 		return -EPROTO;
-	pvcm_put32(mad, pvcm_remote_off(mad), id);
+	if (pvcm_is_attr(mad, CM_SIDR_REP_ATTR_ID))
+		pvcm_set_first(mad, id);
+	else
+		IBA_SET(CM_REP_REMOTE_COMM_ID, (struct cm_rep_msg *)mad, id);
 	return 0;
 }
 
@@ -264,16 +292,15 @@ VISIBLE_IF_PVCM_TEST __be64 pvcm_rej_guid(const struct ib_mad *mad)
 	if (IBA_GET(CM_REJ_REJECTED_INFO_LENGTH, (struct cm_rej_msg *)mad) <
 	    sizeof(guid))
 		return 0;
-	memcpy(&guid, mad->data + PVCM_OFF_REJ_ARI, sizeof(guid));
+	memcpy(&guid, IBA_GET_MEM_PTR(CM_REJ_ARI, (struct cm_rej_msg *)mad),
+	       sizeof(guid));
 	return guid;
 }
 
 static __be64 pvcm_req_guid(const struct ib_mad *mad)
 {
-	__be64 guid;
-
-	memcpy(&guid, mad->data + PVCM_OFF_REQ_CA_GUID, sizeof(guid));
-	return guid;
+	return cpu_to_be64(IBA_GET(CM_REQ_LOCAL_CA_GUID,
+				   (struct cm_req_msg *)mad));
 }
 
 /* interface id of the REQ's destination port GID: selects the slave */
@@ -281,7 +308,8 @@ VISIBLE_IF_PVCM_TEST __be64 pvcm_req_dest_if_id(const struct ib_mad *mad)
 {
 	union ib_gid gid;
 
-	memcpy(&gid, mad->data + PVCM_OFF_REQ_DGID, sizeof(gid));
+	memcpy(&gid, IBA_GET_MEM_PTR(CM_REQ_PRIMARY_REMOTE_PORT_GID,
+				     (struct cm_req_msg *)mad), sizeof(gid));
 	return gid.global.interface_id;
 }
 
@@ -1492,7 +1520,7 @@ out:
 static void pvcm_note_loopback(struct mlx4_ib_dev *dev, int port, int slave,
 			       const struct ib_mad *mad)
 {
-	u32 comm_id = pvcm_get32(mad, PVCM_OFF_LOCAL_ID);
+	u32 comm_id = pvcm_get_first(mad);
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
 	struct pvcm_route_key key = {
 		.ca_guid = pvcm_req_guid(mad), .comm_id = comm_id,
@@ -1533,7 +1561,7 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 		return pvcm_drop(dev, slave, -EINVAL, mad, "unknown attribute");
 	if (pol->out == PVCM_OUT_ANSWER) {
 		/* the request id is the requester's: it must have asked us */
-		if (!pvcm_sidr_delivered(pv, pvcm_get32(mad, PVCM_OFF_LOCAL_ID),
+		if (!pvcm_sidr_delivered(pv, pvcm_get_first(mad),
 					 slave))
 			return pvcm_drop(dev, slave, -ENOENT, mad,
 					 "answers no request of this VF");
@@ -1597,7 +1625,7 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
 			  bool fixed, struct ib_mad *mad)
 {
-	u32 comm_id = pvcm_get32(mad, PVCM_OFF_LOCAL_ID);
+	u32 comm_id = pvcm_get_first(mad);
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
 	struct pvcm_route_key key = {};
 	__be64 if_id;
@@ -1665,7 +1693,7 @@ static bool pvcm_from_peer(struct pvcm_entry *e, const struct ib_mad *mad)
 		return READ_ONCE(e->sidr);
 	if (READ_ONCE(e->sidr))
 		return false;
-	sender = pvcm_get32(mad, PVCM_OFF_LOCAL_ID);
+	sender = pvcm_get_first(mad);
 	peer = READ_ONCE(e->remote_id);
 	if (!peer && pvcm_is_attr(mad, CM_REP_ATTR_ID)) {
 		if (!sender)	/* a REP names its sender */
@@ -1729,7 +1757,7 @@ pvcm_demux(struct mlx4_ib_dev *dev, int port, int *slave, bool fixed,
 
 	if (!fixed && pvcm_rej_timeout(mad)) {
 		s = pvcm_route_lookup(pv, port,
-				      pvcm_get32(mad, PVCM_OFF_LOCAL_ID),
+				      pvcm_get_first(mad),
 				      pvcm_rej_guid(mad));
 		if (s >= 0) {
 			*slave = s;

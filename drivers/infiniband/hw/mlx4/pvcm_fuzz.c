@@ -203,7 +203,14 @@ static void f_set_gid_slave(struct ib_mad *mad, u64 if_id)
 
 	gid.global.subnet_prefix = cpu_to_be64(0xfe80000000000000ULL);
 	gid.global.interface_id = cpu_to_be64(if_id);
-	memcpy(mad->data + PVCM_OFF_REQ_DGID, &gid, sizeof(gid));
+	memcpy(IBA_GET_MEM_PTR(CM_REQ_PRIMARY_REMOTE_PORT_GID,
+			       (struct cm_req_msg *)mad), &gid, sizeof(gid));
+}
+
+static void f_set_req_guid(struct ib_mad *mad, __be64 guid)
+{
+	IBA_SET(CM_REQ_LOCAL_CA_GUID, (struct cm_req_msg *)mad,
+		be64_to_cpu(guid));
 }
 
 static int f_gid_slave(int port, const struct ib_mad *mad)
@@ -229,7 +236,7 @@ static void f_mad(struct ib_mad *mad, __be16 attr, u32 local, u32 remote)
 static void f_req(struct ib_mad *mad, u32 local, __be64 guid, int slave)
 {
 	f_mad(mad, CM_REQ_ATTR_ID, local, 0);
-	memcpy(mad->data + PVCM_OFF_REQ_CA_GUID, &guid, sizeof(guid));
+	f_set_req_guid(mad, guid);
 	f_set_gid_slave(mad, F_GID_BASE + slave);
 }
 
@@ -1038,7 +1045,7 @@ static void f_template(struct ib_mad *mad, __be16 attr, bool out, int slave)
 	f_mad(mad, attr, local, remote);
 	if (attr == CM_REQ_ATTR_ID) {
 		guid = f_guid();
-		memcpy(mad->data + PVCM_OFF_REQ_CA_GUID, &guid, sizeof(guid));
+		f_set_req_guid(mad, guid);
 		f_set_gid_slave(mad, F_GID_BASE + f_below(F_SLAVES + 4));
 	} else if (attr == CM_MRA_ATTR_ID) {
 		IBA_SET(CM_MRA_MESSAGE_MRAED, (struct cm_mra_msg *)mad,
@@ -1098,8 +1105,7 @@ static void f_mutate(struct ib_mad *mad, size_t *len)
 				f_set_gid_slave(mad, (u64)f_u32() << 32 |
 						f_u32());
 			guid = f_guid();
-			memcpy(mad->data + PVCM_OFF_REQ_CA_GUID, &guid,
-			       sizeof(guid));
+			f_set_req_guid(mad, guid);
 			break;
 		case 9:
 			mad->mad_hdr.class_version = f_chance(50) ?

@@ -36,12 +36,7 @@ struct mlx4_ib_pvcm_slave;
 #define PVCM_BATCH			256	/* entries per hold of the lock */
 #define PVCM_CM_CLASS_VERSION		2
 
-/* Byte offsets into the CM payload that follows the common MAD header. */
-#define PVCM_OFF_LOCAL_ID	0	/* connection MADs; SIDR request id */
-#define PVCM_OFF_REMOTE_ID	4	/* connection MADs except REQ */
-#define PVCM_OFF_REQ_CA_GUID	16	/* REQ: sender's CA GUID */
-#define PVCM_OFF_REQ_DGID	72	/* REQ: primary path, remote port GID */
-#define PVCM_OFF_REJ_ARI	12	/* REJ: additional reject information */
+/* values of the REJ MsgRejected and MRA MsgMRAed fields */
 #define PVCM_REJ_MSG_REQ	0	/* REJ: MsgRejected, the REQ was rejected */
 #define PVCM_MRA_MSG_REQ	0	/* MRA: MsgMRAed, the REQ is delayed */
 
