@@ -45,8 +45,8 @@ MODDIRS := drivers/infiniband/core distro:drivers/infiniband/hw/mlx4
 # Test-only modules and hooks; DKMS and installs build with TEST=0.
 TEST ?= 1
 ifeq ($(TEST),1)
-TEST_CONFIG := CONFIG_MLX4_IB_PVCM_TEST=m CONFIG_INFINIBAND_CM_TEST=m \
-	CONFIG_INFINIBAND_CM_TEST_HOOKS=y
+TEST_CONFIG := CONFIG_MLX4_IB_PVCM_TEST=m CONFIG_MLX4_IB_PVCM_TEST_HOOKS=y \
+	CONFIG_INFINIBAND_CM_TEST=m CONFIG_INFINIBAND_CM_TEST_HOOKS=y
 endif
 KBUILD_FLAGS ?=
 

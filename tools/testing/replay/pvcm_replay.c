@@ -11,8 +11,8 @@
  * for a VF through the demux handler, and a model of what each end knows
  * checks every rewrite.  Loading fails with -EINVAL when a check fails.
  * The cache is the cm.o of mlx4_ib.ko, linked in as built (run links a
- * mutant's cm.o instead); the test hooks CONFIG_MLX4_IB_PVCM_TEST builds
- * into it set the timeouts.
+ * mutant's cm.o instead); the test hooks that
+ * CONFIG_MLX4_IB_PVCM_TEST_HOOKS builds into it set the timeouts.
  */
 #include <linux/delay.h>
 #include <linux/module.h>

@@ -10,8 +10,8 @@
  * The cache is the object file cm.o that the build compiles for
  * mlx4_ib.ko from drivers/infiniband/hw/mlx4/cm.c, linked into this
  * module unchanged: the production code, its timeouts and module
- * parameters included (the test hooks that CONFIG_MLX4_IB_PVCM_TEST builds
- * into it stay unset).  Its debugfs directory and slab cache are named
+ * parameters included (the test hooks that
+ * CONFIG_MLX4_IB_PVCM_TEST_HOOKS builds into it stay unset).  Its debugfs directory and slab cache are named
  * after this module.  The demultiplexer is called as mad.c
  * calls it:
  *

@@ -85,11 +85,12 @@ module_param(pvcm_max_routes, uint, 0644);
 MODULE_PARM_DESC(pvcm_max_routes,
 		 "PV-CM: max remembered incoming requests per VF, the VF's oldest is forgotten first, 0 = no limit (default 4096)");
 
-#ifdef MLX4_IB_PVCM_TEST
+#ifdef MLX4_IB_PVCM_TEST_HOOKS
 /*
- * Test hooks (CONFIG_MLX4_IB_PVCM_TEST): a test module linked with this
- * object shortens the timeouts and injects faults.  A timeout of 0 is the
- * production value, so mlx4_ib.ko itself behaves as it does without them.
+ * Test hooks (CONFIG_MLX4_IB_PVCM_TEST_HOOKS): a test module linked with
+ * this object shortens the timeouts and injects faults.  A timeout of 0 is
+ * the production value, so mlx4_ib.ko itself behaves as it does without
+ * them.
  */
 unsigned long pvcm_test_timewait;
 unsigned long pvcm_test_pending;
@@ -444,7 +445,7 @@ pvcm_find_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
 	return e;
 }
 
-#ifdef MLX4_IB_PVCM_TEST
+#ifdef MLX4_IB_PVCM_TEST_HOOKS
 /*
  * The handlers pin nothing; the test module pins entries it looked up to
  * hold them across a reap.  Pinned, an entry may be used outside RCU until

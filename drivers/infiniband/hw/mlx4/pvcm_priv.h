@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
  * Internals of the mlx4_ib PV-CM id cache (cm.c): the entry and route
- * layouts and the CM MAD offsets cm.c works with.
+ * layouts cm.c works with.
  *
- * With MLX4_IB_PVCM_TEST (CONFIG_MLX4_IB_PVCM_TEST) cm.c also gives the
- * functions and variables declared at the end external linkage, so that
- * the test modules (pvcm_test.c, pvcm_fuzz.c), linked with the very cm.o
- * that goes into mlx4_ib.ko, can drive the cache from the inside.  Without
- * it they stay static and nothing but cm.c includes this header.
+ * With MLX4_IB_PVCM_TEST_HOOKS (CONFIG_MLX4_IB_PVCM_TEST_HOOKS) cm.c also
+ * gives the functions and variables declared at the end external linkage,
+ * so that the test modules (pvcm_test.c, pvcm_fuzz.c), linked with the
+ * very cm.o that goes into mlx4_ib.ko, can drive the cache from the
+ * inside.  Without it they stay static and nothing but cm.c includes this
+ * header.
  */
 #ifndef MLX4_IB_PVCM_PRIV_H
 #define MLX4_IB_PVCM_PRIV_H
@@ -27,7 +28,7 @@ struct mlx4_ib_dev;
 struct mlx4_ib_pvcm;
 struct mlx4_ib_pvcm_slave;
 
-#ifdef MLX4_IB_PVCM_TEST
+#ifdef MLX4_IB_PVCM_TEST_HOOKS
 #define VISIBLE_IF_PVCM_TEST
 #else
 #define VISIBLE_IF_PVCM_TEST static
@@ -159,7 +160,7 @@ enum pvcm_event {
 	PVCM_EV_REVIVE,		/* REP: refresh, or revive as pending */
 };
 
-#ifdef MLX4_IB_PVCM_TEST
+#ifdef MLX4_IB_PVCM_TEST_HOOKS
 extern unsigned int pvcm_max_per_vf;
 extern unsigned int pvcm_pending_timeout;
 extern unsigned int pvcm_max_routes;
@@ -213,6 +214,6 @@ int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
 int pvcm_demux(struct mlx4_ib_dev *dev, int port, int *slave, bool fixed,
 	       struct ib_mad *mad, size_t len);
 
-#endif /* MLX4_IB_PVCM_TEST */
+#endif /* MLX4_IB_PVCM_TEST_HOOKS */
 
 #endif /* MLX4_IB_PVCM_PRIV_H */

@@ -2,10 +2,11 @@
 /*
  * White-box test of the mlx4_ib PV-CM id cache.
  *
- * The module links the cm.o of mlx4_ib.ko, whose test hooks and internals
- * (pvcm_priv.h) CONFIG_MLX4_IB_PVCM_TEST exposes, sets short timeouts and
- * injects faults, and drives the cache with synthetic CM MADs through a
- * fake master device.  Every case ends by proving the cache empty.  It
+ * The module links the cm.o of mlx4_ib.ko, whose test hooks and
+ * internals (pvcm_priv.h) CONFIG_MLX4_IB_PVCM_TEST_HOOKS exposes, sets
+ * short timeouts and injects faults, and drives the cache with synthetic
+ * CM MADs through a fake master device.  Every case ends by proving the
+ * cache empty.  It
  * reports through the harness shared with ib_cm's tests
  * (drivers/infiniband/core/ib_selftest.h): KTAP from module_init, failing
  * the load on any failure, or one KUnit result per case on a kernel with
