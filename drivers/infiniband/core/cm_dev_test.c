@@ -459,6 +459,60 @@ static void port2_fails_port1_undone(void)
 	mock_free(m, true);
 }
 
+/* ib_cm's fault hook: its allocations and each step of adding a device */
+static void dev_nth_arm(unsigned int nth)
+{
+	cm_fault_arm(nth);
+}
+
+static bool dev_nth_disarm(void)
+{
+	return !cm_fault_disarm();
+}
+
+static const struct ibst_nth_kind dev_nth_cm = {
+	.name = "cm_fault",
+	.arm = dev_nth_arm,
+	.disarm = dev_nth_disarm,
+};
+
+/* The add of a two-port device, with its n-th step failed. */
+struct dev_nth_add {
+	struct ibst_nth t;
+	unsigned int on_port1;
+	unsigned int after_port1;
+	bool broken;
+};
+
+static void dev_nth_add_step(struct ibst_nth *t)
+{
+	struct dev_nth_add *d = container_of(t, struct dev_nth_add, t);
+	struct mock_dev *m;
+
+	m = IBST_NTH_ARMED(t, mock_add(false, MOCK_NO_PORT, false));
+	if (!m) {
+		/* the mock itself failed, and said so */
+		d->broken = true;
+		t->injected = false;
+		return;
+	}
+	if (!t->injected) {
+		/* fewer steps than nth: both ports are taken */
+		mock_expect_taken(m);
+		mock_remove_taken(m);
+		return;
+	}
+	mock_expect_given_up(m, true);
+	/* Port 1's CM_SUP was set: the failed step came after it. */
+	if (m->cm_sets[1])
+		d->after_port1++;
+	else
+		d->on_port1++;
+	if (m->cm_sets[1] && !m->cm_clears[1])
+		IBST_FAIL("fail_nth %u: port 1 set up, not undone", t->nth);
+	mock_free(m, true);
+}
+
 /*
  * Fail the n-th step of ib_cm's add of a two-port device, n = 1, 2, ...,
  * until an add meets no fault: each failed add must leave nothing behind,
@@ -466,38 +520,20 @@ static void port2_fails_port1_undone(void)
  */
 static void fail_nth_sweep_two_ports(void)
 {
-	unsigned int on_port1 = 0, after_port1 = 0;
-	struct mock_dev *m;
-	int n, left;
+	struct dev_nth_add d = {
+		.t = { .kind = &dev_nth_cm, .step = dev_nth_add_step,
+		       .max = MOCK_SWEEP_MAX },
+	};
+	unsigned int n;
 
-	for (n = 1; n <= MOCK_SWEEP_MAX; n++) {
-		cm_fault_arm(n);
-		m = mock_add(false, MOCK_NO_PORT, false);
-		left = cm_fault_disarm();
-		if (!m)
-			return;
-		if (left) {
-			ibst_diag("fail_nth %d: no fault met: %d site(s), %d run(s)",
-				  n, n - 1, n);
-			mock_expect_taken(m);
-			mock_remove_taken(m);
-			break;
-		}
-		mock_expect_given_up(m, true);
-		/* Port 1's CM_SUP was set: the failed step came after it. */
-		if (m->cm_sets[1])
-			after_port1++;
-		else
-			on_port1++;
-		if (m->cm_sets[1] && !m->cm_clears[1])
-			IBST_FAIL("fail_nth %d: port 1 set up, not undone", n);
-		mock_free(m, true);
-	}
-	ibst_diag("failed adds: %u before port 1 was set up, %u after",
-		  on_port1, after_port1);
+	n = ibst_fail_nth_sweep(&d.t);
+	if (d.broken)
+		return;
+	ibst_diag("%u fault point(s) on the add: %u before port 1 was set up, %u after",
+		  n - 1, d.on_port1, d.after_port1);
 	IBST_EXPECT_LE(n, MOCK_SWEEP_MAX);
-	IBST_EXPECT_GT(on_port1, 0);
-	IBST_EXPECT_GT(after_port1, 0);
+	IBST_EXPECT_GT(d.on_port1, 0);
+	IBST_EXPECT_GT(d.after_port1, 0);
 }
 
 /*

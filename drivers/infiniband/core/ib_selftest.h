@@ -440,6 +440,82 @@ static __maybe_unused int ibst_strcmp(const char *a, const char *b)
  */
 #define IBST_EXPECT_STRNE(a, b) IBST_EXPECT_STR_CMP(a, false, "!=", b)
 
+/**
+ * struct ibst_nth_kind - the fault points a fail-nth sweep arms
+ * @name: what the messages call them
+ * @arm: make the @nth fault point met from now on fail
+ * @disarm: disarm them; returns true when the armed point was met
+ */
+struct ibst_nth_kind {
+	const char *name;
+	void (*arm)(unsigned int nth);
+	bool (*disarm)(void);
+};
+
+/**
+ * struct ibst_nth - one fail-nth sweep
+ * @kind: the fault points it arms
+ * @step: one step: makes its input, runs the operation under test with
+ *	IBST_NTH_ARMED() and checks what the step must leave behind
+ *	(nothing, after a failure)
+ * @max: the sweep gives up, failing the case, after this many steps
+ * @nth: the running step's number: its @nth fault point fails
+ * @injected: the running step's operation met its fault point
+ *
+ * A sweep embeds this in a struct of its own, which @step gets back with
+ * container_of().  A step that cannot go on (its fixture failed, and
+ * said so) sets @injected to false: the sweep stops there.
+ */
+struct ibst_nth {
+	const struct ibst_nth_kind *kind;
+	void (*step)(struct ibst_nth *t);
+	unsigned int max;
+	unsigned int nth;
+	bool injected;
+};
+
+/**
+ * IBST_NTH_ARMED() - evaluate an operation with the step's fault point armed
+ * @t: the sweep
+ * @op: the operation under test (evaluated once); its value is returned
+ *
+ * Only @op runs armed, not what the step does to set it up or to check
+ * it.  Records in @t whether the fault point was met.
+ */
+#define IBST_NTH_ARMED(t, op) ({					\
+	struct ibst_nth *__ibst_t = (t);				\
+	typeof(op) __ibst_ret;						\
+									\
+	__ibst_t->kind->arm(__ibst_t->nth);				\
+	__ibst_ret = (op);						\
+	__ibst_t->injected = __ibst_t->kind->disarm();			\
+	__ibst_ret;							\
+})
+
+/**
+ * ibst_fail_nth_sweep() - fail each fault point of an operation in turn
+ * @t: the sweep
+ *
+ * Runs @t's step for nth = 1, 2, ... until a step's operation meets no
+ * armed fault point, as tools/testing/selftests' fail-nth loops do: nth
+ * is then one more than the fault points on its path.
+ *
+ * Return: that nth, or @t->max + 1 (the case failed) when every step met
+ * one.
+ */
+static __maybe_unused unsigned int ibst_fail_nth_sweep(struct ibst_nth *t)
+{
+	for (t->nth = 1; t->nth <= t->max; t->nth++) {
+		t->injected = false;
+		t->step(t);
+		if (!t->injected)
+			return t->nth;
+	}
+	IBST_FAIL("%s: a fault met at each of %u steps", t->kind->name,
+		  t->max);
+	return t->nth;
+}
+
 /* How many bytes of a differing buffer are printed, from the first one. */
 #define IBST_MEM_SHOWN	16
 

@@ -1521,75 +1521,6 @@ static void malformed_dropped_counted(void)
 /* ------------------------------------------------------------------ */
 /* Fail-nth sweeps                                                     */
 
-/**
- * struct t_nth_kind - a kind of fault point a sweep arms
- * @name: for the report of a sweep that never ends
- * @arm: make the @nth fault point met from now on fail
- * @disarm: disarm; true when the armed fault point was met (and failed)
- */
-struct t_nth_kind {
-	const char *name;
-	void (*arm)(unsigned int nth);
-	bool (*disarm)(void);
-};
-
-/**
- * struct t_nth - one fail-nth sweep
- * @kind: the fault points it arms
- * @step: one step: makes its input, runs the operation under test with
- *	T_NTH_ARMED() and checks what the step must leave behind (nothing,
- *	after a failure)
- * @max: the sweep gives up, failing the case, after this many steps
- * @nth: the running step's number: its @nth fault point fails
- * @injected: the running step's operation met its fault point
- *
- * A sweep embeds this in a struct of its own, which @step gets back with
- * container_of().
- */
-struct t_nth {
-	const struct t_nth_kind *kind;
-	void (*step)(struct t_nth *t);
-	unsigned int max;
-	unsigned int nth;
-	bool injected;
-};
-
-/*
- * T_NTH_ARMED() - evaluate @op with the step's fault point armed
- * @t: the sweep
- * @op: the operation under test, an int expression
- *
- * Only @op runs armed, not what the step does to set it up or to check
- * it.  Records in @t whether the fault point was met.
- */
-#define T_NTH_ARMED(t, op) ({						\
-	struct t_nth *__t_nth = (t);					\
-	int __t_ret;							\
-									\
-	__t_nth->kind->arm(__t_nth->nth);				\
-	__t_ret = (op);							\
-	__t_nth->injected = __t_nth->kind->disarm();			\
-	__t_ret;							\
-})
-
-/*
- * Run @t's step for nth = 1, 2, ... until a step's operation meets no
- * armed fault point: nth is then one more than the fault points on its
- * path.  Returns that nth, or @t->max + 1 when every step met one.
- */
-static unsigned int t_fail_nth_sweep(struct t_nth *t)
-{
-	for (t->nth = 1; t->nth <= t->max; t->nth++) {
-		t->injected = false;
-		t->step(t);
-		if (!t->injected)
-			return t->nth;
-	}
-	IBST_FAIL("%s: a fault met at each of %u steps", t->kind->name,
-		  t->max);
-	return t->nth;
-}
-
 /* The PV-CM cache's own allocation sites (pvcm_test_fail_nth). */
 static void t_nth_arm_cache(unsigned int nth)
 {
@@ -1601,7 +1532,7 @@ static bool t_nth_disarm_cache(void)
 	return !atomic_xchg(&pvcm_test_fail_nth, 0);
 }
 
-static const struct t_nth_kind t_nth_cache = {
+static const struct ibst_nth_kind t_nth_cache = {
 	.name = "pvcm_test_fail_nth",
 	.arm = t_nth_arm_cache,
 	.disarm = t_nth_disarm_cache,
@@ -1609,20 +1540,20 @@ static const struct t_nth_kind t_nth_cache = {
 
 /* A REQ from a VF, multiplexed while allocations fail in turn. */
 struct t_nth_mux {
-	struct t_nth t;
+	struct ibst_nth t;
 	int slave;
 	unsigned int failures;
 	u32 pv;
 };
 
-static void t_nth_mux_cache_step(struct t_nth *t)
+static void t_nth_mux_cache_step(struct ibst_nth *t)
 {
 	struct t_nth_mux *m = container_of(t, struct t_nth_mux, t);
 	struct ib_mad mad;
 	int err;
 
 	t_mad(&mad, CM_REQ_ATTR_ID, 0xf00 + t->nth, 0);
-	err = T_NTH_ARMED(t, t_mux(m->slave, &mad));
+	err = IBST_NTH_ARMED(t, t_mux(m->slave, &mad));
 	if (!t->injected) {
 		/* fewer allocation sites than nth: it must succeed */
 		IBST_EXPECT_EQ(err, 0);
@@ -1651,7 +1582,7 @@ static void fail_nth_multiplex(void)
 	unsigned int n;
 	int err, to;
 
-	n = t_fail_nth_sweep(&m.t);
+	n = ibst_fail_nth_sweep(&m.t);
 	IBST_EXPECT_EQ(m.failures, 3);	/* entry, pv id, index */
 	IBST_EXPECT_NE(m.pv, 0);
 	t_out(s, CM_DREQ_ATTR_ID, 0xf00 + n, 0, &err);
@@ -1698,20 +1629,20 @@ static bool t_nth_disarm_kernel(void)
 	return injected;
 }
 
-static const struct t_nth_kind t_nth_kernel = {
+static const struct ibst_nth_kind t_nth_kernel = {
 	.name = "current->fail_nth",
 	.arm = t_nth_arm_kernel,
 	.disarm = t_nth_disarm_kernel,
 };
 
-static void t_nth_mux_kernel_step(struct t_nth *t)
+static void t_nth_mux_kernel_step(struct ibst_nth *t)
 {
 	struct t_nth_mux *m = container_of(t, struct t_nth_mux, t);
 	struct ib_mad mad;
 	int err;
 
 	t_mad(&mad, CM_REQ_ATTR_ID, 0xe000 + t->nth, 0);
-	err = T_NTH_ARMED(t, t_mux(m->slave, &mad));
+	err = IBST_NTH_ARMED(t, t_mux(m->slave, &mad));
 	if (!t->injected) {
 		IBST_EXPECT_EQ(err, 0);
 		IBST_EXPECT_EQ(t_stats(m->slave).live, 1);
@@ -1734,20 +1665,20 @@ static void t_nth_mux_kernel_step(struct t_nth *t)
  * to answer it; otherwise it is dropped (and sent again).
  */
 struct t_nth_dmx {
-	struct t_nth t;
+	struct ibst_nth t;
 	int slave;
 	unsigned int failures;
 	int err;
 };
 
-static void t_nth_dmx_kernel_step(struct t_nth *t)
+static void t_nth_dmx_kernel_step(struct ibst_nth *t)
 {
 	struct t_nth_dmx *d = container_of(t, struct t_nth_dmx, t);
 	struct ib_mad mad;
 	int to;
 
 	t_req_in(&mad, 0xe800 + t->nth, T_PEER_GUID_A, d->slave);
-	d->err = T_NTH_ARMED(t, t_dmx(&mad, &to));
+	d->err = IBST_NTH_ARMED(t, t_dmx(&mad, &to));
 	if (d->err) {
 		d->failures++;
 		IBST_EXPECT_EQ(d->err, -ENOMEM);
@@ -1771,7 +1702,7 @@ static void kernel_fail_nth_mux_demux(void)
 	};
 	unsigned int n;
 
-	n = t_fail_nth_sweep(&m.t);
+	n = ibst_fail_nth_sweep(&m.t);
 	ibst_diag("%u allocation(s) on the path, %u failed the REQ", n - 1,
 		  m.failures);
 	IBST_EXPECT_GT(n, 1);
@@ -1779,7 +1710,7 @@ static void kernel_fail_nth_mux_demux(void)
 	mlx4_ib_cm_paravirt_clean(t_dev, m.slave);
 	t_settle();
 
-	n = t_fail_nth_sweep(&d.t);
+	n = ibst_fail_nth_sweep(&d.t);
 	ibst_diag("%u allocation(s) on the REQ's path, %u dropped it", n - 1,
 		  d.failures);
 	IBST_EXPECT_EQ(d.err, 0);
