@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
- * Symbol-version (modversions) compatibility with the distribution ib_cm.
+ * Symbol-version (modversions) compatibility with the kernel's own ib_cm.
  *
  * The CRC of each exported symbol is computed from the full layout of every
  * structure reachable from its prototype, as far as the exporting
  * translation unit can see it.  A structure that is only forward-declared
  * hashes differently from a fully defined one, so this file makes the same
- * set of structures complete in cm.c as in the distribution build; then
+ * set of structures complete in cm.c as in the kernel's cm.c; then
  * rdma_cm, ib_ipoib, ib_srp and friends load against this module unchanged.
  *
  * Include only from cm.c (the file holding the EXPORT_SYMBOLs).

@@ -6,7 +6,7 @@
  * again or too late.  Covered: duplicate REQ, REP, RTU and DREQ, stale
  * connections (REQ or REP reusing a connected QP), REQs in TimeWait, MRA
  * receipt and the timeout it extends, REJ and DREP receipt, TimeWait exit,
- * LAP/APR (ignored on RoCE like the distribution CM does), ib_cm_notify()
+ * LAP/APR (ignored on RoCE, as the kernel's ib_cm does), ib_cm_notify()
  * and the private data and ECE values carried to the consumer; for service
  * ID resolution: SIDR_REQ without a listener, with one (and its answer),
  * duplicate SIDR_REQs, and SIDR_REP receipt.
