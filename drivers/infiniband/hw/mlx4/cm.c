@@ -191,7 +191,7 @@ VISIBLE_IF_PVCM_TEST struct dentry *pvcm_debugfs_root;
  * the assertions hold every other message to the same places.
  */
 #define PVCM_FIELD_OFF(...)			__PVCM_FIELD_OFF(__VA_ARGS__)
-#define __PVCM_FIELD_OFF(type, off, mask, bits)	(off)
+#define __PVCM_FIELD_OFF(type, off, ...)	(off)
 #define PVCM_SAME_PLACE(a, b) \
 	static_assert(PVCM_FIELD_OFF(a) == PVCM_FIELD_OFF(b))
 
