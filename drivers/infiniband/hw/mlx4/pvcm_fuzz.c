@@ -69,20 +69,10 @@ MODULE_PARM_DESC(seed, "PRNG seed, 0 = pick one (the seed used is printed)");
 #define F_ANY		1		/* an expectation: any result */
 #define F_LONG		(600 * HZ)	/* nothing expires by itself */
 
-static struct mlx4_ib_dev *t_dev;
-static struct mlx4_dev *t_mdev;
-
-#define t_pv (&t_dev->sriov.pvcm)
-
-/* the one mad.c function cm.c calls: GID interface id -> slave */
-int mlx4_ib_find_real_gid(struct ib_device *ibdev, u32 port, __be64 guid)
-{
-	u64 id = be64_to_cpu(guid);
-
-	if (port != F_PORT || id < F_GID_BASE || id >= F_GID_BASE + F_SLAVES)
-		return -1;
-	return id - F_GID_BASE;
-}
+#define PVCM_T_PORT	F_PORT
+#define PVCM_T_GID_BASE	F_GID_BASE
+#define PVCM_T_SLAVES	F_SLAVES
+#include "pvcm_test_util.h"
 
 /* ---- state of the run -------------------------------------------------- */
 
@@ -1721,41 +1711,16 @@ static const struct ibst_case f_cases[] = {
 
 static int f_setup(void)
 {
-	t_mdev = kzalloc(sizeof(*t_mdev), GFP_KERNEL);
-	t_dev = kzalloc(sizeof(*t_dev), GFP_KERNEL);
-	if (!t_mdev || !t_dev)
-		goto err;
-	t_mdev->flags = MLX4_FLAG_MASTER;
-	t_dev->dev = t_mdev;
 	/* f_reap() ends them; a check after a call finds what it used */
 	pvcm_test_timewait = F_LONG;
 	pvcm_test_route_life = F_LONG;
 	pvcm_test_pending = 10 * HZ;
-	if (dev_set_name(&t_dev->ib_dev.dev, "pvcm_fuzz0"))
-		goto err;
-	if (mlx4_ib_cm_init())
-		goto err;
-	mlx4_ib_cm_paravirt_init(t_dev);
-	if (!t_pv->ready) {
-		mlx4_ib_cm_destroy();
-		goto err;
-	}
-	return 0;
-err:
-	if (t_dev)
-		kfree_const(t_dev->ib_dev.dev.kobj.name);
-	kfree(t_dev);
-	kfree(t_mdev);
-	return -ENOMEM;
+	return pvcm_t_master_add("pvcm_fuzz0");
 }
 
 static void f_teardown(void)
 {
-	mlx4_ib_cm_paravirt_destroy(t_dev);
-	mlx4_ib_cm_destroy();
-	kfree_const(t_dev->ib_dev.dev.kobj.name);
-	kfree(t_dev);
-	kfree(t_mdev);
+	pvcm_t_master_del();
 }
 
 IBST_SUITE(mlx4_ib_pvcm_fuzz, f_cases, f_setup, f_teardown);

@@ -40,20 +40,10 @@
 #define T_PEER_GUID_A	cpu_to_be64(0x0002c90300f0000aULL)
 #define T_PEER_GUID_B	cpu_to_be64(0x0002c90300f0000bULL)
 
-static struct mlx4_ib_dev *t_dev;
-static struct mlx4_dev *t_mdev;
-
-#define t_pv (&t_dev->sriov.pvcm)
-
-/* the one mad.c function cm.c calls: GID interface id -> slave */
-int mlx4_ib_find_real_gid(struct ib_device *ibdev, u32 port, __be64 guid)
-{
-	u64 id = be64_to_cpu(guid);
-
-	if (port != T_PORT || id < T_GID_BASE || id >= T_GID_BASE + T_SLAVES)
-		return -1;
-	return id - T_GID_BASE;
-}
+#define PVCM_T_PORT	T_PORT
+#define PVCM_T_GID_BASE	T_GID_BASE
+#define PVCM_T_SLAVES	T_SLAVES
+#include "pvcm_test_util.h"
 
 /* ---- synthetic MADs ---------------------------------------------------- */
 
@@ -2176,34 +2166,18 @@ static void t_dump(void)
 
 static int t_setup(void)
 {
+	int ret;
+
 	BUILD_BUG_ON(sizeof(struct pvcm_entry) > 56);
-	t_mdev = kzalloc(sizeof(*t_mdev), GFP_KERNEL);
-	t_dev = kzalloc(sizeof(*t_dev), GFP_KERNEL);
-	if (!t_mdev || !t_dev)
-		goto err;
-	t_mdev->flags = MLX4_FLAG_MASTER;
-	t_dev->dev = t_mdev;
 	/* the production timeouts are 0 here: the cases need short ones */
 	pvcm_test_timewait = HZ / 10;
 	pvcm_test_pending = HZ / 5;
 	pvcm_test_route_life = 60 * HZ;	/* t_settle() ends them */
-	if (dev_set_name(&t_dev->ib_dev.dev, "pvcm_test0"))
-		goto err;
-	if (mlx4_ib_cm_init())
-		goto err;
-	mlx4_ib_cm_paravirt_init(t_dev);
-	if (!t_pv->ready) {
-		mlx4_ib_cm_destroy();
-		goto err;
-	}
+	ret = pvcm_t_master_add("pvcm_test0");
+	if (ret)
+		return ret;
 	ibst_set_dump(t_dump);
 	return 0;
-err:
-	if (t_dev)
-		kfree_const(t_dev->ib_dev.dev.kobj.name);
-	kfree(t_dev);
-	kfree(t_mdev);
-	return -ENOMEM;
 }
 
 /* entries left for the final clean must be freed by it */
@@ -2212,11 +2186,7 @@ static void t_teardown(void)
 	int err;
 
 	t_out(1, CM_REQ_ATTR_ID, 0x1, 0, &err);
-	mlx4_ib_cm_paravirt_destroy(t_dev);
-	mlx4_ib_cm_destroy();
-	kfree_const(t_dev->ib_dev.dev.kobj.name);
-	kfree(t_dev);
-	kfree(t_mdev);
+	pvcm_t_master_del();
 }
 
 IBST_SUITE(mlx4_ib_pvcm, t_cases, t_setup, t_teardown);
