@@ -11,9 +11,9 @@
  * mlx4_ib.ko from drivers/infiniband/hw/mlx4/cm.c, linked into this
  * module unchanged: the production code, its timeouts and module
  * parameters included (the test hooks that
- * CONFIG_MLX4_IB_PVCM_TEST_HOOKS builds into it stay unset).  Its debugfs directory and slab cache are named
- * after this module.  The demultiplexer is called as mad.c
- * calls it:
+ * CONFIG_MLX4_IB_PVCM_TEST_HOOKS builds into it stay unset).  Its
+ * debugfs directory and slab cache are named after this module.  The
+ * demultiplexer is called as mad.c calls it:
  *
  *   mode=roce  the slave is the one the destination address is routed to
  *              (mad.c: the slave of the GRH's destination GID; here the IP
