@@ -449,7 +449,8 @@ pvcm_find_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
 /*
  * The handlers pin nothing; the test module pins entries it looked up to
  * hold them across a reap.  Pinned, an entry may be used outside RCU until
- * pvcm_put().
+ * pvcm_put().  pvcm_pin_pv() also pins an entry that is not published
+ * yet: its caller checks pvcm_usable() as the handlers do.
  */
 static struct pvcm_entry *pvcm_pin(struct pvcm_entry *e)
 {

@@ -71,9 +71,10 @@ struct mlx4_ib_pvcm_slave {
 
 /**
  * struct mlx4_ib_pvcm - PV-CM id cache of one mlx4_ib device
- * @lock: protects the per-slave lists and counters, entry state and
- *	deadlines, membership of entries in @sl_ids and @pv_ids, membership
- *	of routes in @routes and the reaper bookkeeping below
+ * @lock: protects the per-slave lists and counters, the state and
+ *	deadlines of published entries, membership of entries in @sl_ids and
+ *	of published ones in @pv_ids, membership of routes in @routes and the
+ *	reaper bookkeeping below
  * @pv_ids: index (pv_cm_id XOR @id_xor) -> entry; read under RCU.  The
  *	creator stores a new entry with its index (xa_alloc_cyclic(),
  *	without @lock) in state PVCM_DEAD, which lookups skip, and makes it

@@ -2140,7 +2140,8 @@ static void t_dump(void)
 	rcu_read_lock();
 	xa_for_each(&t_pv->pv_ids, idx, e) {
 		if (n < T_DUMP_MAX) {
-			d[n].pv = READ_ONCE(e->pv_cm_id);
+			/* an unpublished entry has no pv_cm_id yet */
+			d[n].pv = pvcm_id_of(t_pv, idx);
 			d[n].slave = READ_ONCE(e->key.slave);
 			d[n].sl = READ_ONCE(e->key.sl_cm_id);
 			d[n].remote = READ_ONCE(e->remote_id);
