@@ -229,48 +229,6 @@ static void pvcm_set_first(struct ib_mad *mad, u32 id)
 	IBA_SET(CM_REQ_LOCAL_COMM_ID, (struct cm_req_msg *)mad, id);
 }
 
-/* the id the sender chose for itself */
-VISIBLE_IF_PVCM_TEST int pvcm_local_id(const struct ib_mad *mad, u32 *id)
-{
-	if (pvcm_is_attr(mad, CM_SIDR_REP_ATTR_ID))
-		return -EPROTO;
-	*id = pvcm_get_first(mad);
-	return 0;
-}
-
-VISIBLE_IF_PVCM_TEST int pvcm_set_local_id(struct ib_mad *mad, u32 id)
-{
-	if (pvcm_is_attr(mad, CM_SIDR_REP_ATTR_ID))
-		return -EPROTO;
-	pvcm_set_first(mad, id);
-	return 0;
-}
-
-/* the id of the receiver, as the sender knows it */
-VISIBLE_IF_PVCM_TEST int pvcm_remote_id(const struct ib_mad *mad, u32 *id)
-{
-	if (pvcm_is_attr(mad, CM_SIDR_REQ_ATTR_ID) ||
-	    pvcm_is_attr(mad, CM_REQ_ATTR_ID))
-		return -EPROTO;
-	if (pvcm_is_attr(mad, CM_SIDR_REP_ATTR_ID))
-		*id = pvcm_get_first(mad);
-	else
-		*id = IBA_GET(CM_REP_REMOTE_COMM_ID, (struct cm_rep_msg *)mad);
-	return 0;
-}
-
-static int pvcm_set_remote_id(struct ib_mad *mad, u32 id)
-{
-	if (pvcm_is_attr(mad, CM_SIDR_REQ_ATTR_ID) ||
-	    pvcm_is_attr(mad, CM_REQ_ATTR_ID))
-		return -EPROTO;
-	if (pvcm_is_attr(mad, CM_SIDR_REP_ATTR_ID))
-		pvcm_set_first(mad, id);
-	else
-		IBA_SET(CM_REP_REMOTE_COMM_ID, (struct cm_rep_msg *)mad, id);
-	return 0;
-}
-
 /* a REJ that rejects a REQ: the rejecting side has no connection yet */
 VISIBLE_IF_PVCM_TEST bool pvcm_rej_of_req(const struct ib_mad *mad)
 {
@@ -744,8 +702,9 @@ static void pvcm_publish_locked(struct mlx4_ib_pvcm *pv,
  * learns @peer and @sidr as from a later MAD; an entry on its way out is
  * replaced in the (slave, sl_cm_id) index only and keeps its release path.
  */
-static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
-		       u32 peer, bool sidr, u8 ev, u32 *pv_cm_id)
+static noinline int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave,
+				u32 sl_cm_id, u32 peer, bool sidr, u8 ev,
+				u32 *pv_cm_id)
 {
 	struct mlx4_ib_pvcm_slave *s = &pv->slaves[slave];
 	unsigned int cap = READ_ONCE(pvcm_max_per_vf);
@@ -944,8 +903,8 @@ pvcm_route_lookup(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
  * The answer to the REQ from @comm_id made @slave's entry learn its peer:
  * from now on the entry checks the VF's answers, and the route can go.
  */
-static void pvcm_route_forget(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
-			      int slave)
+static noinline void pvcm_route_forget(struct mlx4_ib_pvcm *pv, int port,
+				       u32 comm_id, int slave)
 {
 	struct pvcm_route_key key = {
 		.comm_id = comm_id, .port = port, .kind = PVCM_ROUTE_ANSWER,
@@ -960,9 +919,13 @@ static void pvcm_route_forget(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
 	spin_unlock(&pv->lock);
 }
 
-/* was a REQ from comm id @comm_id delivered to @slave on @port? */
-static bool pvcm_req_delivered(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
-			       int slave)
+/*
+ * was a REQ from comm id @comm_id delivered to @slave on @port?  Out of
+ * line, as the other route helpers: the lookups of every MAD stay free of
+ * their keys' stack frames.
+ */
+static noinline bool pvcm_req_delivered(struct mlx4_ib_pvcm *pv, int port,
+					u32 comm_id, int slave)
 {
 	struct pvcm_route_key key = {
 		.comm_id = comm_id, .port = port, .kind = PVCM_ROUTE_ANSWER,
@@ -977,8 +940,8 @@ static bool pvcm_req_delivered(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
 }
 
 /* was a SIDR_REQ with request id @req_id delivered to @slave? */
-static bool pvcm_sidr_delivered(struct mlx4_ib_pvcm *pv, u32 req_id,
-				int slave)
+static noinline bool pvcm_sidr_delivered(struct mlx4_ib_pvcm *pv, u32 req_id,
+					 int slave)
 {
 	struct pvcm_route_key key = {
 		.comm_id = req_id, .kind = PVCM_ROUTE_SIDR, .slave = slave,
@@ -1392,34 +1355,33 @@ static inline bool pvcm_answers_req(const struct ib_mad *mad)
 /*
  * What a VF's MAD tells about its own entry, before the MAD leaves: the
  * peer's comm id if it answers a REQ (checked by pvcm_check_answer()
- * first), else 0.
+ * first), else 0.  Every answer to a REQ names its receiver where a REP
+ * does.
  */
-static inline u32 pvcm_out_peer(const struct ib_mad *mad)
+static inline u32 pvcm_out_peer(const struct ib_mad *mad, bool answers)
 {
-	u32 peer;
-
-	if (!pvcm_answers_req(mad) || pvcm_remote_id(mad, &peer))
-		return 0;
-	return peer;
+	return answers ? IBA_GET(CM_REP_REMOTE_COMM_ID,
+				 (const struct cm_rep_msg *)mad) : 0;
 }
 
 /*
- * May @slave answer the REQ that @mad names?  Only one delivered to it on
- * @port: the pv ids of other VFs' pending REQs can be guessed, and the
- * first answer to reach one (over the wire, or looped back to this master)
- * would take that connection over or end it.  Once @e knows its peer, an
- * answer must name that peer.  Other MADs of the VF are left to the far
- * end, which checks the pair of ids they carry (pvcm_from_peer() here).
+ * May @slave answer the REQ from @peer (@answers: the VF's MAD is an
+ * answer to a REQ)?  Only one delivered to it on @port: the pv ids of
+ * other VFs' pending REQs can be guessed, and the first answer to reach
+ * one (over the wire, or looped back to this master) would take that
+ * connection over or end it.  Once @e knows its peer, an answer must name
+ * that peer.  Other MADs of the VF are left to the far end, which checks
+ * the pair of ids they carry (pvcm_from_peer() here).
  * Return: 1 if a route of a delivered REQ allows the answer (the entry is
  * about to learn its peer from it), 0 if nothing needs a route, -EPERM.
  */
 static inline int pvcm_check_answer(struct mlx4_ib_pvcm *pv, int port,
 				    u32 slave, const struct pvcm_entry *e,
-				    const struct ib_mad *mad)
+				    bool answers, u32 peer)
 {
-	u32 peer, known;
+	u32 known;
 
-	if (!pvcm_answers_req(mad) || pvcm_remote_id(mad, &peer))
+	if (!answers)
 		return 0;
 	known = e ? READ_ONCE(e->remote_id) : 0;
 	if (known)
@@ -1454,56 +1416,72 @@ static inline bool pvcm_note_out(struct pvcm_entry *e, u32 peer, bool sidr)
 	return !known || known == peer;
 }
 
+/* pvcm_out_map() for a MAD whose (slave, sl_cm_id) has no entry yet */
+static noinline int pvcm_out_create(struct mlx4_ib_pvcm *pv, int port,
+				    u32 slave, u32 sl_cm_id, struct ib_mad *mad,
+				    u8 ev, bool answers, u32 peer)
+{
+	int ret, routed;
+	u32 pv_cm_id;
+
+	/* the new entry is published knowing what this MAD tells */
+	routed = pvcm_check_answer(pv, port, slave, NULL, answers, peer);
+	if (routed < 0)
+		return routed;
+	ret = pvcm_create(pv, slave, sl_cm_id, peer, pvcm_out_sidr(mad), ev,
+			  &pv_cm_id);
+	if (ret)
+		return ret;
+	pvcm_set_first(mad, pv_cm_id);
+	if (routed)	/* the entry knows its peer now */
+		pvcm_route_forget(pv, port, peer, slave);
+	return 0;
+}
+
+/* how pvcm_out_map() treats a MAD */
+#define PVCM_MAP_CREATE		BIT(0)	/* make a missing entry */
+#define PVCM_MAP_TIMEWAIT	BIT(1)	/* an entry in TimeWait may serve */
+
 /*
- * Rewrite the VF's local id of @mad to the pv_cm_id of (slave, sl_cm_id)
- * and apply @ev.  An existing entry is used inside RCU; with @create a
- * missing one is made (outside RCU: creating may sleep).  No reference is
- * taken either way.
- * Return: 0, -ENOENT if there is no entry to use and @create is false,
+ * Rewrite the VF's local id (sl_cm_id) of @mad to the pv_cm_id of
+ * (@slave, sl_cm_id) and apply @ev.  An existing entry is used inside RCU;
+ * with PVCM_MAP_CREATE in @flags a missing one is made (outside RCU:
+ * creating may sleep).  No reference is taken either way.
+ * Return: 0, -ENOENT if there is no entry to use and none is to be made,
  * -EPERM for an answer to a REQ the VF did not get, or the error of the
  * creation.
  */
 static int pvcm_out_map(struct mlx4_ib_pvcm *pv, int port, u32 slave,
-			u32 sl_cm_id, struct ib_mad *mad, u8 ev, bool create,
-			bool accept_timewait)
+			struct ib_mad *mad, u8 ev, unsigned int flags)
 {
+	bool answers = pvcm_answers_req(mad);
+	u32 peer = pvcm_out_peer(mad, answers);
+	u32 sl_cm_id = pvcm_get_first(mad);
 	struct pvcm_entry *e;
-	int ret, routed;
-	u32 pv_cm_id;
+	int routed;
 
 	rcu_read_lock();
 	e = pvcm_find_sl(pv, slave, sl_cm_id);
-	if (e && (pvcm_accept(pv, e, accept_timewait) ||
-		  (ev == PVCM_EV_REVIVE && pvcm_revivable(pv, e)))) {
-		routed = pvcm_check_answer(pv, port, slave, e, mad);
-		if (routed >= 0 && !pvcm_note_out(e, pvcm_out_peer(mad),
-						  pvcm_out_sidr(mad)))
-			routed = -EPERM;
-		if (routed >= 0) {
-			pvcm_set_local_id(mad, e->pv_cm_id);
-			pvcm_event(pv, e, ev);
-		}
+	if (!e || !(pvcm_accept(pv, e, flags & PVCM_MAP_TIMEWAIT) ||
+		    (ev == PVCM_EV_REVIVE && pvcm_revivable(pv, e)))) {
 		rcu_read_unlock();
-		goto out;
+		if (!(flags & PVCM_MAP_CREATE))
+			return -ENOENT;
+		return pvcm_out_create(pv, port, slave, sl_cm_id, mad, ev,
+				       answers, peer);
+	}
+	routed = pvcm_check_answer(pv, port, slave, e, answers, peer);
+	if (routed >= 0 && !pvcm_note_out(e, peer, pvcm_out_sidr(mad)))
+		routed = -EPERM;
+	if (routed >= 0) {
+		pvcm_set_first(mad, e->pv_cm_id);
+		pvcm_event(pv, e, ev);
 	}
 	rcu_read_unlock();
-	if (!create)
-		return -ENOENT;
-
-	/* the new entry is published knowing what this MAD tells */
-	routed = pvcm_check_answer(pv, port, slave, NULL, mad);
-	if (routed < 0)
-		return routed;
-	ret = pvcm_create(pv, slave, sl_cm_id, pvcm_out_peer(mad),
-			  pvcm_out_sidr(mad), ev, &pv_cm_id);
-	if (ret)
-		return ret;
-	pvcm_set_local_id(mad, pv_cm_id);
-out:
 	if (routed < 0)
 		return routed;
 	if (routed)	/* the entry knows its peer now */
-		pvcm_route_forget(pv, port, pvcm_out_peer(mad), slave);
+		pvcm_route_forget(pv, port, peer, slave);
 	return 0;
 }
 
@@ -1548,7 +1526,6 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 {
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
 	const struct pvcm_policy *pol;
-	u32 sl_cm_id;
 	int ret;
 
 	if (!READ_ONCE(pv->ready))
@@ -1569,16 +1546,13 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 					 "answers no request of this VF");
 		return 0;
 	}
-	ret = pvcm_local_id(mad, &sl_cm_id);
-	if (ret)
-		return pvcm_drop(dev, slave, ret, mad, "no local id");
-
+	/* from here on every message carries the VF's id first */
 	switch (pol->out) {
 	case PVCM_OUT_CREATE:
 		/* an MRA of a REP or LAP needs the connection it delays */
-		ret = pvcm_out_map(pv, port, slave, sl_cm_id, mad, pol->out_ev,
+		ret = pvcm_out_map(pv, port, slave, mad, pol->out_ev,
 				   !pvcm_is_attr(mad, CM_MRA_ATTR_ID) ||
-				   pvcm_answers_req(mad), false);
+				   pvcm_answers_req(mad) ? PVCM_MAP_CREATE : 0);
 		if (ret)
 			return pvcm_drop(dev, slave, ret, mad,
 					 ret == -EDQUOT ? "over the per-VF cap" :
@@ -1595,18 +1569,20 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 		 * connection.  A REJ(timeout) of an unknown id is dropped: no
 		 * peer knows a pv_cm_id for it, a new one would route nothing.
 		 */
-		ret = pvcm_out_map(pv, port, slave, sl_cm_id, mad, pol->out_ev,
-				   false, true);
+		ret = pvcm_out_map(pv, port, slave, mad, pol->out_ev,
+				   PVCM_MAP_TIMEWAIT);
 		if (ret == -ENOENT && !pvcm_rej_timeout(mad)) {
 			if (!pvcm_rej_of_req(mad))
 				return pvcm_drop(dev, slave, ret, mad,
 						 "REJ of no connection of this VF");
-			ret = pvcm_check_answer(pv, port, slave, NULL, mad);
+			ret = pvcm_check_answer(pv, port, slave, NULL, true,
+						pvcm_out_peer(mad, true));
 			if (ret < 0)
 				return pvcm_drop(dev, slave, ret, mad,
 						 PVCM_NOT_ASKED);
-			pvcm_route_forget(pv, port, pvcm_out_peer(mad), slave);
-			pvcm_set_local_id(mad, 0);
+			pvcm_route_forget(pv, port, pvcm_out_peer(mad, true),
+					  slave);
+			pvcm_set_first(mad, 0);
 			return 0;
 		}
 		if (ret)
@@ -1615,8 +1591,8 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 					 "cannot map");
 		return 0;
 	default:
-		ret = pvcm_out_map(pv, port, slave, sl_cm_id, mad, pol->out_ev,
-				   false, true);
+		ret = pvcm_out_map(pv, port, slave, mad, pol->out_ev,
+				   PVCM_MAP_TIMEWAIT);
 		if (ret)
 			return pvcm_drop(dev, slave, ret, mad,
 					 "unknown local id");
@@ -1624,8 +1600,8 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 	}
 }
 
-static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
-			  bool fixed, struct ib_mad *mad)
+static noinline int pvcm_demux_new(struct mlx4_ib_dev *dev, int port,
+				   int *slave, bool fixed, struct ib_mad *mad)
 {
 	u32 comm_id = pvcm_get_first(mad);
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
@@ -1687,11 +1663,12 @@ static int pvcm_demux_new(struct mlx4_ib_dev *dev, int port, int *slave,
  * the REQ is expected: the peer's REP, which makes its id known, an MRA
  * or a REJ of the REQ.
  */
-static bool pvcm_from_peer(struct pvcm_entry *e, const struct ib_mad *mad)
+static bool pvcm_from_peer(struct pvcm_entry *e, const struct ib_mad *mad,
+			   bool sidr_rep)
 {
 	u32 sender, peer;
 
-	if (pvcm_is_attr(mad, CM_SIDR_REP_ATTR_ID))
+	if (sidr_rep)
 		return READ_ONCE(e->sidr);
 	if (READ_ONCE(e->sidr))
 		return false;
@@ -1708,6 +1685,28 @@ static bool pvcm_from_peer(struct pvcm_entry *e, const struct ib_mad *mad)
 }
 
 /*
+ * A wire MAD whose remote id is no usable pv_cm_id: only a REJ(timeout)
+ * of a REQ still has a route (IB: the REQ's GID chose the slave).
+ */
+static noinline int pvcm_demux_unknown(struct mlx4_ib_dev *dev, int port,
+				       int *slave, bool fixed,
+				       const struct ib_mad *mad)
+{
+	int s;
+
+	if (!fixed && pvcm_rej_timeout(mad)) {
+		s = pvcm_route_lookup(&dev->sriov.pvcm, port,
+				      pvcm_get_first(mad),
+				      pvcm_rej_guid(mad));
+		if (s >= 0) {
+			*slave = s;
+			return 0;
+		}
+	}
+	return pvcm_drop(dev, -1, -ENOENT, mad, "unknown remote id");
+}
+
+/*
  * @fixed: the caller chose *@slave (RoCE, by GID) and the MAD may only
  * reach an entry of that slave; otherwise *@slave is set from the entry.
  */
@@ -1719,8 +1718,9 @@ pvcm_demux(struct mlx4_ib_dev *dev, int port, int *slave, bool fixed,
 	const struct pvcm_policy *pol;
 	struct pvcm_entry *e;
 	const char *why;
+	bool sidr_rep;
 	u32 pv_cm_id;
-	int ret, s;
+	int ret;
 
 	if (!READ_ONCE(pv->ready))
 		return -ENODEV;
@@ -1733,40 +1733,35 @@ pvcm_demux(struct mlx4_ib_dev *dev, int port, int *slave, bool fixed,
 	if (pol->in == PVCM_IN_NEW)
 		return pvcm_demux_new(dev, port, slave, fixed, mad);
 
-	ret = pvcm_remote_id(mad, &pv_cm_id);
-	if (ret)
-		return pvcm_drop(dev, -1, ret, mad, "no remote id");
+	/* every other message names its receiver: SIDR_REP as its first id */
+	sidr_rep = pvcm_is_attr(mad, CM_SIDR_REP_ATTR_ID);
+	pv_cm_id = sidr_rep ? pvcm_get_first(mad) :
+		   IBA_GET(CM_REP_REMOTE_COMM_ID, (struct cm_rep_msg *)mad);
 
 	/* no reference: everything happens inside the RCU section */
 	rcu_read_lock();
 	e = pvcm_find_pv(pv, pv_cm_id);
-	if (e && pvcm_usable(pv, e)) {
-		if (fixed && e->key.slave != *slave) {
-			why = "pv id of another slave";
-		} else if (!pvcm_from_peer(e, mad)) {
-			why = "not from the connection's peer";
-		} else {
-			*slave = e->key.slave;
-			pvcm_set_remote_id(mad, e->key.sl_cm_id);
-			pvcm_event(pv, e, pol->in_ev);
-			rcu_read_unlock();
-			return 0;
-		}
+	if (!e || !pvcm_usable(pv, e)) {
 		rcu_read_unlock();
-		return pvcm_drop(dev, -1, -EPERM, mad, why);
+		return pvcm_demux_unknown(dev, port, slave, fixed, mad);
+	}
+	if (fixed && e->key.slave != *slave) {
+		why = "pv id of another slave";
+	} else if (!pvcm_from_peer(e, mad, sidr_rep)) {
+		why = "not from the connection's peer";
+	} else {
+		*slave = e->key.slave;
+		if (sidr_rep)
+			pvcm_set_first(mad, e->key.sl_cm_id);
+		else
+			IBA_SET(CM_REP_REMOTE_COMM_ID, (struct cm_rep_msg *)mad,
+				e->key.sl_cm_id);
+		pvcm_event(pv, e, pol->in_ev);
+		rcu_read_unlock();
+		return 0;
 	}
 	rcu_read_unlock();
-
-	if (!fixed && pvcm_rej_timeout(mad)) {
-		s = pvcm_route_lookup(pv, port,
-				      pvcm_get_first(mad),
-				      pvcm_rej_guid(mad));
-		if (s >= 0) {
-			*slave = s;
-			return 0;
-		}
-	}
-	return pvcm_drop(dev, -1, -ENOENT, mad, "unknown remote id");
+	return pvcm_drop(dev, -1, -EPERM, mad, why);
 }
 
 /**

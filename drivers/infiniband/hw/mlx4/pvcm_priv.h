@@ -179,9 +179,6 @@ extern atomic_long_t pvcm_objects;
 extern struct dentry *pvcm_debugfs_root;
 
 /* (a) CM MAD field helpers */
-int pvcm_local_id(const struct ib_mad *mad, u32 *id);
-int pvcm_set_local_id(struct ib_mad *mad, u32 id);
-int pvcm_remote_id(const struct ib_mad *mad, u32 *id);
 bool pvcm_rej_of_req(const struct ib_mad *mad);
 bool pvcm_rej_timeout(const struct ib_mad *mad);
 __be64 pvcm_rej_guid(const struct ib_mad *mad);
