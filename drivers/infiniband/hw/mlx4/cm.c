@@ -229,6 +229,26 @@ static void pvcm_set_first(struct ib_mad *mad, u32 id)
 	IBA_SET(CM_REQ_LOCAL_COMM_ID, (struct cm_req_msg *)mad, id);
 }
 
+/*
+ * The receiver's id, as its sender knows it, of a message that names one
+ * (not REQ or SIDR_REQ): SIDR_REP (@sidr_rep) names it first, as the
+ * request id; every other message where REP does.
+ */
+static u32 pvcm_get_receiver(const struct ib_mad *mad, bool sidr_rep)
+{
+	if (sidr_rep)
+		return pvcm_get_first(mad);
+	return IBA_GET(CM_REP_REMOTE_COMM_ID, (struct cm_rep_msg *)mad);
+}
+
+static void pvcm_set_receiver(struct ib_mad *mad, bool sidr_rep, u32 id)
+{
+	if (sidr_rep)
+		pvcm_set_first(mad, id);
+	else
+		IBA_SET(CM_REP_REMOTE_COMM_ID, (struct cm_rep_msg *)mad, id);
+}
+
 /* a REJ that rejects a REQ: the rejecting side has no connection yet */
 VISIBLE_IF_PVCM_TEST bool pvcm_rej_of_req(const struct ib_mad *mad)
 {
@@ -702,9 +722,8 @@ static void pvcm_publish_locked(struct mlx4_ib_pvcm *pv,
  * learns @peer and @sidr as from a later MAD; an entry on its way out is
  * replaced in the (slave, sl_cm_id) index only and keeps its release path.
  */
-static noinline int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave,
-				u32 sl_cm_id, u32 peer, bool sidr, u8 ev,
-				u32 *pv_cm_id)
+static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
+		       u32 peer, bool sidr, u8 ev, u32 *pv_cm_id)
 {
 	struct mlx4_ib_pvcm_slave *s = &pv->slaves[slave];
 	unsigned int cap = READ_ONCE(pvcm_max_per_vf);
@@ -921,8 +940,9 @@ static noinline void pvcm_route_forget(struct mlx4_ib_pvcm *pv, int port,
 
 /*
  * was a REQ from comm id @comm_id delivered to @slave on @port?  Out of
- * line, as the other route helpers: the lookups of every MAD stay free of
- * their keys' stack frames.
+ * line, as pvcm_route_forget() and pvcm_sidr_delivered(), which the
+ * handlers call only for answers to requests: the lookup of every other
+ * MAD stays free of their keys' stack frames.
  */
 static noinline bool pvcm_req_delivered(struct mlx4_ib_pvcm *pv, int port,
 					u32 comm_id, int slave)
@@ -1360,8 +1380,7 @@ static inline bool pvcm_answers_req(const struct ib_mad *mad)
  */
 static inline u32 pvcm_out_peer(const struct ib_mad *mad, bool answers)
 {
-	return answers ? IBA_GET(CM_REP_REMOTE_COMM_ID,
-				 (const struct cm_rep_msg *)mad) : 0;
+	return answers ? pvcm_get_receiver(mad, false) : 0;
 }
 
 /*
@@ -1416,7 +1435,11 @@ static inline bool pvcm_note_out(struct pvcm_entry *e, u32 peer, bool sidr)
 	return !known || known == peer;
 }
 
-/* pvcm_out_map() for a MAD whose (slave, sl_cm_id) has no entry yet */
+/*
+ * pvcm_out_map() for a MAD whose (slave, sl_cm_id) has no entry it may
+ * use: none, or one that is stale, in TimeWait or cannot be revived,
+ * which pvcm_create() replaces in the (slave, sl_cm_id) index.
+ */
 static noinline int pvcm_out_create(struct mlx4_ib_pvcm *pv, int port,
 				    u32 slave, u32 sl_cm_id, struct ib_mad *mad,
 				    u8 ev, bool answers, u32 peer)
@@ -1526,6 +1549,7 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 {
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
 	const struct pvcm_policy *pol;
+	unsigned int flags = 0;
 	int ret;
 
 	if (!READ_ONCE(pv->ready))
@@ -1550,9 +1574,9 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 	switch (pol->out) {
 	case PVCM_OUT_CREATE:
 		/* an MRA of a REP or LAP needs the connection it delays */
-		ret = pvcm_out_map(pv, port, slave, mad, pol->out_ev,
-				   !pvcm_is_attr(mad, CM_MRA_ATTR_ID) ||
-				   pvcm_answers_req(mad) ? PVCM_MAP_CREATE : 0);
+		if (!pvcm_is_attr(mad, CM_MRA_ATTR_ID) || pvcm_answers_req(mad))
+			flags = PVCM_MAP_CREATE;
+		ret = pvcm_out_map(pv, port, slave, mad, pol->out_ev, flags);
 		if (ret)
 			return pvcm_drop(dev, slave, ret, mad,
 					 ret == -EDQUOT ? "over the per-VF cap" :
@@ -1688,9 +1712,9 @@ static bool pvcm_from_peer(struct pvcm_entry *e, const struct ib_mad *mad,
  * A wire MAD whose remote id is no usable pv_cm_id: only a REJ(timeout)
  * of a REQ still has a route (IB: the REQ's GID chose the slave).
  */
-static noinline int pvcm_demux_unknown(struct mlx4_ib_dev *dev, int port,
-				       int *slave, bool fixed,
-				       const struct ib_mad *mad)
+static __cold int pvcm_demux_unknown(struct mlx4_ib_dev *dev, int port,
+				     int *slave, bool fixed,
+				     const struct ib_mad *mad)
 {
 	int s;
 
@@ -1733,10 +1757,9 @@ pvcm_demux(struct mlx4_ib_dev *dev, int port, int *slave, bool fixed,
 	if (pol->in == PVCM_IN_NEW)
 		return pvcm_demux_new(dev, port, slave, fixed, mad);
 
-	/* every other message names its receiver: SIDR_REP as its first id */
+	/* every other message names its receiver */
 	sidr_rep = pvcm_is_attr(mad, CM_SIDR_REP_ATTR_ID);
-	pv_cm_id = sidr_rep ? pvcm_get_first(mad) :
-		   IBA_GET(CM_REP_REMOTE_COMM_ID, (struct cm_rep_msg *)mad);
+	pv_cm_id = pvcm_get_receiver(mad, sidr_rep);
 
 	/* no reference: everything happens inside the RCU section */
 	rcu_read_lock();
@@ -1751,11 +1774,7 @@ pvcm_demux(struct mlx4_ib_dev *dev, int port, int *slave, bool fixed,
 		why = "not from the connection's peer";
 	} else {
 		*slave = e->key.slave;
-		if (sidr_rep)
-			pvcm_set_first(mad, e->key.sl_cm_id);
-		else
-			IBA_SET(CM_REP_REMOTE_COMM_ID, (struct cm_rep_msg *)mad,
-				e->key.sl_cm_id);
+		pvcm_set_receiver(mad, sidr_rep, e->key.sl_cm_id);
 		pvcm_event(pv, e, pol->in_ev);
 		rcu_read_unlock();
 		return 0;

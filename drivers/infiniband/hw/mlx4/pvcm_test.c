@@ -954,6 +954,47 @@ static void vf_sidr_rep_only_for_delivered_req(void)
 }
 
 /*
+ * REQ and SIDR_REQ name no receiver: a pv id in the bytes where other
+ * messages carry one is neither looked up nor rewritten, and the entry it
+ * names stays as it was.
+ */
+static void request_names_no_receiver(void)
+{
+	const int a = 10, b = 11;
+	struct mlx4_ib_pvcm_stats before, after;
+	struct ib_mad mad;
+	int err, to;
+	u32 pv;
+
+	pv = t_out(a, CM_REQ_ATTR_ID, 0x991, 0, &err);
+	IBST_EXPECT_EQ(err, 0);
+	before = t_stats(a);
+
+	t_req_in(&mad, 0x7777, T_PEER_GUID_A, b);
+	put_unaligned_be32(pv, mad.data + 4);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, b);
+	IBST_EXPECT_EQ(get_unaligned_be32(mad.data + 4), pv);
+
+	t_mad(&mad, CM_SIDR_REQ_ATTR_ID, 0x7778, 0);
+	put_unaligned_be32(pv, mad.data + 4);
+	IBST_EXPECT_EQ(t_dmx_to(&mad, b), 0);
+	IBST_EXPECT_EQ(get_unaligned_be32(mad.data + 4), pv);
+
+	after = t_stats(a);
+	IBST_EXPECT_EQ(after.live, before.live);
+	IBST_EXPECT_EQ(after.dropped, before.dropped);
+	IBST_EXPECT_EQ(t_state(pv), PVCM_PENDING);
+
+	/* a's peer is still the first to answer its REQ */
+	t_mad(&mad, CM_REP_ATTR_ID, 0x5151, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, a);
+	IBST_EXPECT_EQ(t_remote(&mad), 0x991);
+	t_settle();
+}
+
+/*
  * From the wire only the connection's peer, known by the comm id of its
  * REP (active VF) or REQ (passive VF), ends or changes a mapping, and a
  * repeated DREQ does not push the end of TimeWait out.
@@ -2074,6 +2115,7 @@ static const struct ibst_case t_cases[] = {
 	IBST_CASE(vf_answers_only_delivered_req),
 	IBST_CASE(routes_cost_their_vf_only),
 	IBST_CASE(vf_sidr_rep_only_for_delivered_req),
+	IBST_CASE(request_names_no_receiver),
 	IBST_CASE(wire_teardown_only_from_peer),
 	IBST_CASE(peer_known_before_published),
 	IBST_CASE(roce_demux_stays_with_gid_slave),
