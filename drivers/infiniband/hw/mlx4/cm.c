@@ -402,17 +402,18 @@ VISIBLE_IF_PVCM_TEST u32 pvcm_id_of(const struct mlx4_ib_pvcm *pv, u32 index)
 	return index ^ pv->id_xor;
 }
 
-VISIBLE_IF_PVCM_TEST struct pvcm_entry *
+VISIBLE_IF_PVCM_TEST __always_inline struct pvcm_entry *
 pvcm_find_pv(struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
 {
 	XA_STATE(xas, &pv->pv_ids, pvcm_index(pv, pv_cm_id));
 	struct pvcm_entry *e;
 
 	/*
-	 * xa_load() without a read-side section of its own.  Index 0 of an
-	 * XA_FLAGS_ALLOC1 array holds the zero entry, which xas_retry() would
-	 * retry for ever: it is no entry.  An entry found may not be
-	 * published yet: callers check pvcm_usable().
+	 * xa_load() without a read-side section of its own, inlined in the
+	 * demux of every MAD from the wire.  Index 0 of an XA_FLAGS_ALLOC1
+	 * array holds the zero entry, which xas_retry() would retry for
+	 * ever: it is no entry.  An entry found may not be published yet:
+	 * callers check pvcm_usable().
 	 */
 	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "pvcm: lookup outside RCU");
 	do {
