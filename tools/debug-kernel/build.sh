@@ -25,14 +25,23 @@
 # CACHE defaults to ${XDG_CACHE_HOME:-$HOME/.cache}/pvcm-debug-kernel.  The
 # machine is shared, so the build runs under "nice -n 19".
 #
-#   build.sh [--cache DIR] [--jobs N] [--config-only] [--print-env] [--quiet]
+# A variant adds one more fragment on top of debug.config (--coverage:
+# tools/debug-kernel/coverage.config, gcov for modules built with
+# GCOV_PROFILE=y).  The key and the kernel release then hash debug.config
+# and the extra fragment together, so the default kernel (check-debug's)
+# keeps its key, and the two kernels never share /lib/modules/<krel>.
 #
+#   build.sh [--cache DIR] [--jobs N] [--coverage] [--config-only]
+#            [--print-env] [--quiet]
+#
+# --coverage     build the coverage variant (debug.config + coverage.config)
 # --config-only  stop after writing and checking .config
 # --print-env    print the env file of the cache entry on stdout at the end
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 FRAGMENT=$HERE/debug.config
+FRAGMENTS=("$FRAGMENT")
 TARBALL=${LINUX_SOURCE_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
 CACHE=${PVCM_DEBUG_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pvcm-debug-kernel}
 JOBS=2
@@ -48,6 +57,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--cache) CACHE=$2; shift 2 ;;
 	--jobs) JOBS=$2; shift 2 ;;
+	--coverage) FRAGMENTS+=("$HERE/coverage.config"); shift ;;
 	--config-only) CONFIG_ONLY=1; shift ;;
 	--print-env) PRINT_ENV=1; shift ;;
 	--quiet) QUIET=1; shift ;;
@@ -66,12 +76,16 @@ die() {
 }
 
 [ -r "$TARBALL" ] || die "no $TARBALL (apt-get install linux-source-6.1)"
-[ -r "$FRAGMENT" ] || die "no $FRAGMENT"
+for f in "${FRAGMENTS[@]}"; do
+	[ -r "$f" ] || die "no $f"
+done
 
 # ------------------------------------------------------------------ key
 srcver=$(dpkg-query -W -f '${Version}' linux-source-6.1 2>/dev/null) ||
 	srcver=$(sha256sum "$TARBALL" | cut -c1-12)
-fragsha=$(sha256sum "$FRAGMENT" | cut -c1-12)
+# debug.config alone hashes as the file itself (the key check-debug has
+# always used); a variant hashes the concatenation of its fragments.
+fragsha=$(cat "${FRAGMENTS[@]}" | sha256sum | cut -c1-12)
 KEY=linux-source-6.1_${srcver}_${fragsha}
 DIR=$CACHE/$KEY
 KDIR=$DIR/linux
@@ -153,10 +167,10 @@ fi
 # --------------------------------------------------------------- config
 # The kernel release names the key, so that two debug kernels never share
 # a /lib/modules/<krel> or a build/<krel> of the project.
-step "configuring (x86_64_defconfig + kvm_guest.config + debug.config)"
+step "configuring (x86_64_defconfig + kvm_guest.config + ${FRAGMENTS[*]##*/})"
 kmake -s x86_64_defconfig
 (cd "$KDIR" && nice -n 19 scripts/kconfig/merge_config.sh -m -O "$KDIR" \
-	.config kernel/configs/kvm_guest.config "$FRAGMENT" > "$DIR/merge.log")
+	.config kernel/configs/kvm_guest.config "${FRAGMENTS[@]}" > "$DIR/merge.log")
 "$KDIR/scripts/config" --file "$KDIR/.config" \
 	--set-str LOCALVERSION "-pvcmdbg-${fragsha:0:8}"
 kmake -s olddefconfig
@@ -184,7 +198,7 @@ while IFS= read -r line; do
 		fi
 		;;
 	esac
-done < "$FRAGMENT"
+done < <(cat "${FRAGMENTS[@]}")
 [ "$bad" = 0 ] || die "the fragment did not apply cleanly ($KDIR/.config)"
 # "make kernelrelease" only sees LOCALVERSION once the build has synced
 # the config; the release is checked against the built one below.
