@@ -55,7 +55,7 @@ build_dirs = $(foreach d,$(MODDIRS),$(if $(or $(findstring distro:,$(d)),\
 	$(wildcard $(TOP)/$(d)/Kbuild)),$(d)))
 
 .PHONY: all modules deps source check gates vm-test main help clean distclean \
-	patches dkms-deb bench-pvcm bench-cm mutants replay check-debug sriov pf-1vm
+	patches dkms-deb bench-pvcm bench-cm mutants replay check-debug coverage sriov pf-1vm
 
 all: modules
 
@@ -79,6 +79,9 @@ help:
 	@echo 'make pf-1vm       live rxe connections through the emulated SR-IOV master,'
 	@echo '                  one guest (tools/testing/sriov/README)'
 	@echo 'make check-debug  the VM suites on a KASAN/lockdep/kmemleak kernel (slow first build)'
+	@echo 'make coverage     gcov line/branch coverage of our sources: the stack suite on the'
+	@echo '                  debug kernel with GCOV_KERNEL (COVERAGE_ARGS: more options of'
+	@echo '                  tools/testing/coverage/run; not part of make check)'
 	@echo 'make sriov        rping/ib_send_bw from two VF guests through an emulated PF guest'
 	@echo '                  (SRIOV_ARGS: more tools/testing/sriov/run options)'
 	@echo 'make clean        remove build/<krel>; distclean removes build/'
@@ -177,6 +180,15 @@ mutants: modules
 # built once from linux-source-6.1 and cached in ~/.cache/pvcm-debug-kernel.
 check-debug: deps source
 	@$(TOP)/tools/testing/check-debug
+
+# Line and branch coverage of our sources (tools/testing/coverage/run): the
+# debug kernel with CONFIG_GCOV_KERNEL (tools/debug-kernel/build.sh
+# --coverage), our modules built with GCOV_PROFILE=y into
+# build/<krel>-gcov, the stack suite there, a report per owned file.
+# Too slow for make check (a cold kernel build alone is 40-95 min).
+COVERAGE_ARGS ?=
+coverage: deps source
+	@$(TOP)/tools/testing/coverage/run $(COVERAGE_ARGS)
 
 # The emulated SR-IOV topology (tools/testing/sriov/README): two VF guests
 # and a remote guest, rping and ib_send_bw through a PF guest that
