@@ -945,8 +945,8 @@ static noinline void pvcm_route_forget(struct mlx4_ib_pvcm *pv, int port,
  * handlers call only for answers to requests: the lookup of every other
  * MAD stays free of their keys' stack frames.
  */
-static noinline bool pvcm_req_delivered(struct mlx4_ib_pvcm *pv, int port,
-					u32 comm_id, int slave)
+VISIBLE_IF_PVCM_TEST noinline bool
+pvcm_req_delivered(struct mlx4_ib_pvcm *pv, int port, u32 comm_id, int slave)
 {
 	struct pvcm_route_key key = {
 		.comm_id = comm_id, .port = port, .kind = PVCM_ROUTE_ANSWER,

@@ -203,6 +203,8 @@ void pvcm_arm(struct mlx4_ib_pvcm *pv, u32 deadline);
 unsigned int pvcm_route_list(const struct pvcm_route *r);
 int pvcm_route_lookup(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
 		      __be64 ca_guid);
+bool pvcm_req_delivered(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
+			int slave);
 
 /* (c) the policy */
 void pvcm_event(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e, u8 ev);
