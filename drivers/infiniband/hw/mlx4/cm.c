@@ -1440,6 +1440,7 @@ static inline bool pvcm_note_out(struct pvcm_entry *e, u32 peer, bool sidr)
  * pvcm_out_map() for a MAD whose (slave, sl_cm_id) has no entry it may
  * use: none, or one that is stale, in TimeWait or cannot be revived,
  * which pvcm_create() replaces in the (slave, sl_cm_id) index.
+ * Return: as pvcm_check_answer(), or the error of the creation.
  */
 static noinline int pvcm_out_create(struct mlx4_ib_pvcm *pv, int port,
 				    u32 slave, u32 sl_cm_id, struct ib_mad *mad,
@@ -1457,9 +1458,7 @@ static noinline int pvcm_out_create(struct mlx4_ib_pvcm *pv, int port,
 	if (ret)
 		return ret;
 	pvcm_set_first(mad, pv_cm_id);
-	if (routed)	/* the entry knows its peer now */
-		pvcm_route_forget(pv, port, peer, slave);
-	return 0;
+	return routed;
 }
 
 /* how pvcm_out_map() treats a MAD */
@@ -1491,8 +1490,9 @@ static int pvcm_out_map(struct mlx4_ib_pvcm *pv, int port, u32 slave,
 		rcu_read_unlock();
 		if (!(flags & PVCM_MAP_CREATE))
 			return -ENOENT;
-		return pvcm_out_create(pv, port, slave, sl_cm_id, mad, ev,
-				       answers, peer);
+		routed = pvcm_out_create(pv, port, slave, sl_cm_id, mad, ev,
+					 answers, peer);
+		goto out;
 	}
 	routed = pvcm_check_answer(pv, port, slave, e, answers, peer);
 	if (routed >= 0 && !pvcm_note_out(e, peer, pvcm_out_sidr(mad)))
@@ -1502,6 +1502,7 @@ static int pvcm_out_map(struct mlx4_ib_pvcm *pv, int port, u32 slave,
 		pvcm_event(pv, e, ev);
 	}
 	rcu_read_unlock();
+out:
 	if (routed < 0)
 		return routed;
 	if (routed)	/* the entry knows its peer now */
@@ -1551,6 +1552,7 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
 	const struct pvcm_policy *pol;
 	unsigned int flags = 0;
+	u32 peer;
 	int ret;
 
 	if (!READ_ONCE(pv->ready))
@@ -1600,13 +1602,13 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 			if (!pvcm_rej_of_req(mad))
 				return pvcm_drop(dev, slave, ret, mad,
 						 "REJ of no connection of this VF");
+			peer = pvcm_out_peer(mad, true);
 			ret = pvcm_check_answer(pv, port, slave, NULL, true,
-						pvcm_out_peer(mad, true));
+						peer);
 			if (ret < 0)
 				return pvcm_drop(dev, slave, ret, mad,
 						 PVCM_NOT_ASKED);
-			pvcm_route_forget(pv, port, pvcm_out_peer(mad, true),
-					  slave);
+			pvcm_route_forget(pv, port, peer, slave);
 			pvcm_set_first(mad, 0);
 			return 0;
 		}
