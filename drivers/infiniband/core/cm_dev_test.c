@@ -115,8 +115,8 @@ static int mock_modify_port(struct ib_device *ibdev, u32 port, int mask,
 	return 0;
 }
 
-static int mock_port_immutable(struct ib_device *ibdev, u32 port,
-			       struct ib_port_immutable *imm)
+static int mock_get_port_immutable(struct ib_device *ibdev, u32 port,
+				   struct ib_port_immutable *imm)
 {
 	imm->core_cap_flags = RDMA_CORE_CAP_PROT_IB | RDMA_CORE_CAP_IB_MAD |
 			      RDMA_CORE_CAP_IB_CM;
@@ -230,6 +230,9 @@ static int mock_dereg_mr(struct ib_mr *mr, struct ib_udata *udata)
 	return 0;
 }
 
+/* each verb of the mock device is mock_<verb>() */
+#define MOCK_OP(verb)	.verb = mock_##verb
+
 /*
  * What ib_core, ib_mad and ib_cm call on a device, grouped by the object
  * they act on; each object's size entry sits with its verbs.
@@ -240,35 +243,35 @@ static const struct ib_device_ops mock_ops = {
 	.uverbs_abi_ver = 1,
 
 	/* device and ports */
-	.query_device = mock_query_device,
-	.query_port = mock_query_port,
-	.modify_port = mock_modify_port,
-	.get_port_immutable = mock_port_immutable,
-	.query_gid = mock_query_gid,
-	.query_pkey = mock_query_pkey,
+	MOCK_OP(query_device),
+	MOCK_OP(query_port),
+	MOCK_OP(modify_port),
+	MOCK_OP(get_port_immutable),
+	MOCK_OP(query_gid),
+	MOCK_OP(query_pkey),
 
 	/* protection domain and memory */
 	INIT_RDMA_OBJ_SIZE(ib_pd, mock_pd, ibpd),
-	.alloc_pd = mock_alloc_pd,
-	.dealloc_pd = mock_dealloc_pd,
-	.get_dma_mr = mock_get_dma_mr,
-	.reg_user_mr = mock_reg_user_mr,
-	.dereg_mr = mock_dereg_mr,
+	MOCK_OP(alloc_pd),
+	MOCK_OP(dealloc_pd),
+	MOCK_OP(get_dma_mr),
+	MOCK_OP(reg_user_mr),
+	MOCK_OP(dereg_mr),
 
 	/* completion queues */
 	INIT_RDMA_OBJ_SIZE(ib_cq, mock_cq, ibcq),
-	.create_cq = mock_create_cq,
-	.destroy_cq = mock_destroy_cq,
-	.poll_cq = mock_poll_cq,
-	.req_notify_cq = mock_req_notify_cq,
+	MOCK_OP(create_cq),
+	MOCK_OP(destroy_cq),
+	MOCK_OP(poll_cq),
+	MOCK_OP(req_notify_cq),
 
 	/* queue pairs: the MAD layer's QP0/QP1 */
 	INIT_RDMA_OBJ_SIZE(ib_qp, mock_qp, ibqp),
-	.create_qp = mock_create_qp,
-	.modify_qp = mock_modify_qp,
-	.destroy_qp = mock_destroy_qp,
-	.post_send = mock_post_send,
-	.post_recv = mock_post_recv,
+	MOCK_OP(create_qp),
+	MOCK_OP(modify_qp),
+	MOCK_OP(destroy_qp),
+	MOCK_OP(post_send),
+	MOCK_OP(post_recv),
 };
 
 static u64 mock_guid = 0x0002c90300c0de00ULL;
