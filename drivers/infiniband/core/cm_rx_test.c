@@ -1352,6 +1352,54 @@ out:
 }
 
 /*
+ * A REP from a peer comm ID (and CA GUID) that another of our connections
+ * has already taken is a repeat meant for that connection: dropped,
+ * whichever of our cm_ids it names, and that cm_id is left as it was.
+ */
+static void rep_with_taken_peer_id_dropped(void)
+{
+	struct rx_active a, b, c;
+	struct rx_peer b_own;
+
+	IBST_EXPECT(rx_active_req(&a, 20, 15, false));
+	IBST_EXPECT(rx_active_req(&b, 20, 15, false));
+	IBST_EXPECT(rx_active_req(&c, 20, 15, false));
+	if (ibst_case_failed())
+		goto out;
+	IBST_EXPECT_EQ(rx_send_rep(&a.peer, a.id, 'P', 0, 0), 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(a.id, IB_CM_REP_RECEIVED, NULL));
+
+	b_own = b.peer;
+	b.peer.comm_id = a.peer.comm_id;
+	b.peer.guid = a.peer.guid;
+	c.peer.comm_id = a.peer.comm_id;
+	c.peer.guid = a.peer.guid;
+	IBST_EXPECT_EQ(rx_send_rep(&b.peer, b.id, 'Q', 0, 0), 0);
+	IBST_EXPECT_EQ(rx_send_rep(&c.peer, c.id, 'Q', 0, 0), 0);
+	rx_quiesce();
+	IBST_EXPECT_EQ(rx_count(b.id, IB_CM_REP_RECEIVED, NULL), 0);
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_REP_RECEIVED, NULL), 0);
+	IBST_EXPECT_EQ(rx_state(b.id), IB_CM_REQ_SENT);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_REQ_SENT);
+	IBST_EXPECT_EQ(rx_state(a.id), IB_CM_REP_RCVD);
+	IBST_EXPECT_EQ(a.id->remote_id, cpu_to_be32(a.peer.comm_id));
+
+	/* Destroyed after the drop, c leaves no entry behind for a. */
+	rx_active_destroy(&c);
+	/* b's own peer still connects it. */
+	IBST_EXPECT_EQ(rx_send_rep(&b_own, b.id, 'R', 0, 0), 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(b.id, IB_CM_REP_RECEIVED, NULL));
+	IBST_EXPECT_EQ(b.id->remote_id, cpu_to_be32(b_own.comm_id));
+	IBST_EXPECT_EQ(rx_count(a.id, IB_CM_REP_RECEIVED, NULL), 1);
+out:
+	rx_active_destroy(&c);
+	rx_active_destroy(&b);
+	rx_active_end(&a);
+}
+
+/*
  * An MRA for our REQ stretches its timeout: a REQ without one times out
  * (REQ_ERROR) while the MRAed one, sent at the same time, keeps waiting.
  */
@@ -1389,6 +1437,64 @@ static void mra_extends_req_timeout(void)
 out:
 	rx_active_destroy(&plain);
 	rx_active_end(&slow);
+}
+
+/*
+ * An MRA delays only the message the state says is outstanding: one naming
+ * another message, or one for an established connection (which has sent
+ * no LAP), is dropped and changes nothing; the right MRA still counts.
+ */
+static void mra_out_of_place_dropped(void)
+{
+	struct rx_active a, q;
+	struct rx_passive c;
+	struct rx_peer anon;
+	struct rx_event e = {};
+	long dups;
+
+	IBST_EXPECT(rx_active_connect(&a, false));
+	IBST_EXPECT(rx_active_req(&q, 20, 15, false));
+	IBST_EXPECT(rx_passive_req(&c));
+	if (ibst_case_failed())
+		goto out;
+	IBST_EXPECT_EQ(rx_passive_rep(&c), 0);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_REP_SENT);
+	dups = rx_ctr(CM_CTR_RX_DUPS, CM_MRA_ATTR_ID);
+
+	/* Our REP is outstanding, not our REQ nor a LAP. */
+	IBST_EXPECT_EQ(rx_send_mra(&c.peer, c.id, CMC_MSG_OTHER, 20, 'm'), 0);
+	IBST_EXPECT_EQ(rx_send_mra(&c.peer, c.id, CMC_MSG_REQ, 20, 'm'), 0);
+	/*
+	 * Our REQ is outstanding, not a REP; before the REP the cm_id's
+	 * remote ID is 0, and a peer may name itself so.
+	 */
+	anon = q.peer;
+	anon.comm_id = 0;
+	IBST_EXPECT_EQ(rx_send_mra(&anon, q.id, CMC_MSG_REP, 20, 'n'), 0);
+	/* Established and no LAP sent: nothing to delay. */
+	IBST_EXPECT_EQ(rx_send_mra(&a.peer, a.id, CMC_MSG_OTHER, 20, 'o'), 0);
+	IBST_EXPECT_EQ(rx_send_mra(&a.peer, a.id, CMC_MSG_REP, 20, 'o'), 0);
+	rx_quiesce();
+	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_MRA_RECEIVED, NULL), 0);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_MRA_ATTR_ID), dups);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_REP_SENT);
+	IBST_EXPECT_EQ(rx_state(q.id), IB_CM_REQ_SENT);
+	IBST_EXPECT_EQ(rx_state(a.id), IB_CM_ESTABLISHED);
+	IBST_EXPECT_EQ(a.id->lap_state, IB_CM_LAP_UNINIT);
+
+	IBST_EXPECT_EQ(rx_send_mra(&c.peer, c.id, CMC_MSG_REP, 20, 'p'), 0);
+	IBST_EXPECT_EQ(rx_send_mra(&q.peer, q.id, CMC_MSG_REQ, 20, 'q'), 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(c.id, IB_CM_MRA_RECEIVED, &e));
+	IBST_EXPECT(rx_pdata_is(&e, 'p'));
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_MRA_REP_RCVD);
+	IBST_EXPECT(rx_wait_event(q.id, IB_CM_MRA_RECEIVED, &e));
+	IBST_EXPECT(rx_pdata_is(&e, 'q'));
+	IBST_EXPECT_EQ(rx_state(q.id), IB_CM_MRA_REQ_RCVD);
+out:
+	rx_passive_end(&c);
+	rx_active_destroy(&q);
+	rx_active_end(&a);
 }
 
 /* REJ ends the handshake; "stale connection" sends the ID to TimeWait. */
@@ -2826,7 +2932,9 @@ static const struct ibst_case cm_rx_cases[] = {
 	IBST_CASE(dreq_unknown_id_gets_drep),
 	IBST_CASE(req_in_timewait_is_new_connection),
 	IBST_CASE(rep_event_fields_and_dups),
+	IBST_CASE(rep_with_taken_peer_id_dropped),
 	IBST_CASE(mra_extends_req_timeout),
+	IBST_CASE(mra_out_of_place_dropped),
 	IBST_CASE(rej_received),
 	IBST_CASE(rej_timeout_found_by_ca_guid),
 	IBST_CASE(drep_timewait_exit),
