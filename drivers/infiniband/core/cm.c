@@ -2109,14 +2109,6 @@ static void cm_rtu_rcvd(struct cm_job *job)
 /* ------------------------------------------------------------------ */
 /* DREQ / DREP                                                         */
 
-/* A LAP sent by this side still waits for its APR. */
-static bool cm_lap_pending(struct cm_id_private *priv)
-{
-	enum ib_cm_lap_state ls = priv->id.lap_state;
-
-	return ls == IB_CM_LAP_SENT || ls == IB_CM_MRA_LAP_RCVD;
-}
-
 /* Whatever happens to the DREQ, the connection goes to TimeWait. */
 static int cm_send_dreq_locked(struct cm_id_private *priv,
 			       const void *pdata, u8 pdata_len)
@@ -2136,8 +2128,6 @@ static int cm_send_dreq_locked(struct cm_id_private *priv,
 		trace_icm_dreq_skipped(&priv->id);
 		return -EINVAL;
 	}
-	if (cm_lap_pending(priv))
-		cm_cancel_msg(priv);
 
 	msg = cm_id_msg(priv);
 	ret = PTR_ERR_OR_ZERO(msg);
@@ -2288,9 +2278,10 @@ static enum cm_rx_verdict cm_dreq_decide(struct cm_id_private *priv,
 	}
 	/*
 	 * A DREQ also ends a pending REP (the peer got it and used it) and
-	 * crosses our own DREQ.  In ESTABLISHED only a LAP may be pending.
+	 * crosses our own DREQ.  In ESTABLISHED nothing is pending: this
+	 * side sends no LAP.
 	 */
-	if (st != IB_CM_ESTABLISHED || cm_lap_pending(priv))
+	if (st != IB_CM_ESTABLISHED)
 		cm_cancel_msg(priv);
 	priv->id.state = IB_CM_DREQ_RCVD;
 	priv->tid = job->recv->recv_buf.mad->mad_hdr.tid;
@@ -2430,11 +2421,12 @@ static bool cm_rej_applies(struct cm_id_private *priv, u16 reason)
 
 	lockdep_assert_held(&priv->lock);
 	if (st == IB_CM_ESTABLISHED) {
-		/* Only a REJ of our LAP (or a stray one before LAP) counts. */
-		if (lap != IB_CM_LAP_UNINIT && lap != IB_CM_LAP_SENT)
+		/*
+		 * This side sends no LAP for a REJ to refuse: only a stray
+		 * one from before any LAP counts.
+		 */
+		if (lap != IB_CM_LAP_UNINIT)
 			return false;
-		if (lap == IB_CM_LAP_SENT)
-			cm_cancel_msg(priv);
 		cm_enter_timewait(priv);
 		return true;
 	}
@@ -2567,17 +2559,13 @@ static enum cm_rx_verdict cm_mra_decide(struct cm_id_private *priv,
 	int delayed;
 
 	lockdep_assert_held(&priv->lock);
-	/* Which of our messages an MRA may delay in this state. */
-	if (st == IB_CM_REQ_SENT || st == IB_CM_REP_SENT) {
-		delayed = st == IB_CM_REQ_SENT ? CMC_MSG_REQ : CMC_MSG_REP;
-	} else if (st == IB_CM_ESTABLISHED) {
-		if (priv->id.lap_state == IB_CM_MRA_LAP_RCVD)
-			cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_MRA_ATTR_ID,
-				   1);
-		if (priv->id.lap_state != IB_CM_LAP_SENT)
-			return CM_RX_DROP;
-		delayed = CMC_MSG_OTHER;
-	} else {
+	/*
+	 * An MRA delays our REQ or our REP.  An established connection has
+	 * nothing to delay: this side sends no LAP.
+	 */
+	if (st == IB_CM_ESTABLISHED)
+		return CM_RX_DROP;
+	if (st != IB_CM_REQ_SENT && st != IB_CM_REP_SENT) {
 		/* Delayed already: a repeat.  Anything else is out of place. */
 		if (cm_state_is(st, CM_ST(MRA_REQ_RCVD) | CM_ST(MRA_REP_RCVD)))
 			cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_MRA_ATTR_ID,
@@ -2586,15 +2574,14 @@ static enum cm_rx_verdict cm_mra_decide(struct cm_id_private *priv,
 			trace_icm_mra_unknown_err(&priv->id);
 		return CM_RX_DROP;
 	}
+	delayed = st == IB_CM_REQ_SENT ? CMC_MSG_REQ : CMC_MSG_REP;
 
 	wait_ms = cmc_iba_time_to_ms(r->service_timeout) +
 		  cmc_iba_time_to_ms(priv->av.timeout);
 	if (r->msg_mraed != delayed || !priv->msg ||
 	    ib_modify_mad(priv->msg, wait_ms))
 		return CM_RX_DROP;
-	if (st == IB_CM_ESTABLISHED)
-		priv->id.lap_state = IB_CM_MRA_LAP_RCVD;
-	else if (st == IB_CM_REQ_SENT)
+	if (st == IB_CM_REQ_SENT)
 		priv->id.state = IB_CM_MRA_REQ_RCVD;
 	else
 		priv->id.state = IB_CM_MRA_REP_RCVD;
@@ -2621,7 +2608,7 @@ static void cm_mra_rcvd(struct cm_job *job)
 /* LAP / APR (receive side only; alternate paths are IB-only)          */
 
 /*
- * Whether LAP and APR are taken on @port.  Like the stock ib_cm, this one
+ * Whether a LAP is taken on @port.  Like the stock ib_cm, this one
  * loads no alternate path on a RoCE port; a test build lets its
  * receive self-test switch one RoCE port over (cm_test_lap_on_roce()).
  */
@@ -2731,34 +2718,13 @@ static void cm_lap_rcvd(struct cm_job *job)
 	cm_draft_release(&x.ad);
 }
 
-static enum cm_rx_verdict cm_apr_decide(struct cm_id_private *priv,
-					struct cm_job *job, void *msg)
-{
-	struct ib_cm_apr_event_param *ev = &job->ev.param.apr_rcvd;
-	const struct cmc_apr *r = msg;
-
-	lockdep_assert_held(&priv->lock);
-	if (priv->id.state != IB_CM_ESTABLISHED || !cm_lap_pending(priv))
-		return CM_RX_DROP;
-	priv->id.lap_state = IB_CM_LAP_IDLE;
-	cm_cancel_msg(priv);
-	ev->ap_status = r->status;
-	ev->apr_info = (void *)r->info;
-	ev->info_len = r->info_len;
-	return cm_rx_event(job, IB_CM_APR_RECEIVED, r->pdata);
-}
-
+/*
+ * An APR answers a LAP, and this side sends none (no ib_cm call of this
+ * API sends one): no APR is ever ours to take.  cm_recv() has counted it.
+ */
 static void cm_apr_rcvd(struct cm_job *job)
 {
-	struct cmc_apr r;
-
-	if (!cm_port_takes_lap(job->port)) {
-		cm_job_free(job);
-		return;
-	}
-	cmc_get_apr((void *)job->recv->recv_buf.mad, &r);
-	cm_rx_apply(job, cm_rx_lookup(r.local_comm_id, r.remote_comm_id),
-		    cm_apr_decide, NULL, &r);
+	cm_job_free(job);
 }
 
 /* ------------------------------------------------------------------ */

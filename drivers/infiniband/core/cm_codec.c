@@ -580,22 +580,6 @@ void cmc_get_lap(const struct cm_lap_msg *m, struct cmc_lap *f)
 }
 EXPORT_SYMBOL_FOR_CM_TEST(cmc_get_lap);
 
-/**
- * cmc_get_apr() - read the fields of a received APR
- * @m: the message
- * @f: filled with the fields, in host order; its data pointers point into @m
- */
-void cmc_get_apr(const struct cm_apr_msg *m, struct cmc_apr *f)
-{
-	f->local_comm_id = IBA_GET(CM_APR_LOCAL_COMM_ID, m);
-	f->remote_comm_id = IBA_GET(CM_APR_REMOTE_COMM_ID, m);
-	f->info_len = IBA_GET(CM_APR_ADDITIONAL_INFORMATION_LENGTH, m);
-	f->status = IBA_GET(CM_APR_AR_STATUS, m);
-	f->info = CMC_GET_MEM_CPTR(CM_APR_ADDITIONAL_INFORMATION, m);
-	f->pdata = CMC_GET_MEM_CPTR(CM_APR_PRIVATE_DATA, m);
-}
-EXPORT_SYMBOL_FOR_CM_TEST(cmc_get_apr);
-
 /*
  * Paths inside a REQ or LAP.  A path block names both ends by GID and LID
  * as its sender sees them.  OPA fabrics use 32-bit LIDs, which do not fit

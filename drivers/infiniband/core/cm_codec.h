@@ -188,15 +188,6 @@ struct cmc_lap {
 	const void *pdata;
 };
 
-struct cmc_apr {
-	u32 local_comm_id;
-	u32 remote_comm_id;
-	u8 info_len;
-	u8 status;
-	const void *info;
-	const void *pdata;
-};
-
 void cmc_put_hdr(struct ib_mad_hdr *hdr, __be16 attr_id, __be64 tid,
 		 u32 attr_mod);
 
@@ -232,7 +223,6 @@ void cmc_put_sidr_rep(struct cm_sidr_rep_msg *m, const struct cmc_sidr_rep *f);
 void cmc_get_sidr_rep(const struct cm_sidr_rep_msg *m, struct cmc_sidr_rep *f);
 
 void cmc_get_lap(const struct cm_lap_msg *m, struct cmc_lap *f);
-void cmc_get_apr(const struct cm_apr_msg *m, struct cmc_apr *f);
 
 void cmc_path_from_sa(struct cmc_path *w, struct sa_path_rec *p,
 		      u16 inbound_dlid, u8 ack_delay);

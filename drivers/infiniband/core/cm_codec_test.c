@@ -572,10 +572,9 @@ static void sidr_layout(void)
 	IBST_EXPECT_PTR_EQ(back.pdata, mad + 120);
 }
 
-static void lap_apr_decode(void)
+static void lap_decode(void)
 {
 	struct cmc_lap l;
-	struct cmc_apr a;
 
 	ibst_set_dump(dump_mad);
 	reset_mad();
@@ -616,17 +615,6 @@ static void lap_apr_decode(void)
 	IBST_EXPECT_EQ(l.alt.subnet_local, 1);
 	IBST_EXPECT_EQ(l.alt.ack_timeout, 12);
 	IBST_EXPECT_EQ(*(u8 *)l.pdata, 0xaa);
-
-	reset_mad();
-	mad[32] = 4;				/* additional info length */
-	mad[33] = IB_CM_APR_INVALID_LID;
-	mad[36] = 0x5e;
-	mad[108] = 0x6f;
-	cmc_get_apr((struct cm_apr_msg *)mad, &a);
-	IBST_EXPECT_EQ(a.info_len, 4);
-	IBST_EXPECT_EQ(a.status, IB_CM_APR_INVALID_LID);
-	IBST_EXPECT_EQ(*(u8 *)a.info, 0x5e);
-	IBST_EXPECT_EQ(*(u8 *)a.pdata, 0x6f);
 }
 
 /*
@@ -1042,15 +1030,12 @@ static void sidr_descriptors(void)
 	}
 }
 
-/* LAP and APR are only decoded. */
-static void lap_apr_descriptors(void)
+/* A LAP is only decoded. */
+static void lap_descriptors(void)
 {
 	struct cm_lap_msg *sl = (struct cm_lap_msg *)src;
-	struct cm_apr_msg *sa = (struct cm_apr_msg *)src;
 	struct cm_lap_msg *ml = (struct cm_lap_msg *)seen;
-	struct cm_apr_msg *ma = (struct cm_apr_msg *)seen;
 	struct cmc_lap l;
-	struct cmc_apr a;
 	unsigned int n;
 
 	for (n = 0; n < DESC_ROUNDS; n++) {
@@ -1063,17 +1048,6 @@ static void lap_apr_descriptors(void)
 		TAKE(ml, LAP_REMOTE_QPN_EECN, l.remote_qpn);
 		TAKE(ml, LAP_REMOTE_CM_RESPONSE_TIMEOUT, l.remote_resp_timeout);
 		TAKE_PATH(ml, LAP_ALTERNATE, &l.alt);
-
-		random_mad(n);
-		cmc_get_apr(sa, &a);
-		IBST_EXPECT_PTR_EQ(a.info,
-				   IBA_GET_MEM_PTR(CM_APR_ADDITIONAL_INFORMATION, sa));
-		IBST_EXPECT_PTR_EQ(a.pdata,
-				   IBA_GET_MEM_PTR(CM_APR_PRIVATE_DATA, sa));
-		TAKE(ma, APR_LOCAL_COMM_ID, a.local_comm_id);
-		TAKE(ma, APR_REMOTE_COMM_ID, a.remote_comm_id);
-		TAKE(ma, APR_ADDITIONAL_INFORMATION_LENGTH, a.info_len);
-		TAKE(ma, APR_AR_STATUS, a.status);
 	}
 }
 
@@ -1304,7 +1278,7 @@ static const struct ibst_case cases[] = {
 	IBST_CASE(mra_layout),
 	IBST_CASE(rtu_dreq_drep_layout),
 	IBST_CASE(sidr_layout),
-	IBST_CASE(lap_apr_decode),
+	IBST_CASE(lap_decode),
 	IBST_CASE(req_descriptors),
 	IBST_CASE(req_alternate_path_descriptors),
 	IBST_CASE(rep_descriptors),
@@ -1312,7 +1286,7 @@ static const struct ibst_case cases[] = {
 	IBST_CASE(mra_descriptors),
 	IBST_CASE(rtu_dreq_drep_descriptors),
 	IBST_CASE(sidr_descriptors),
-	IBST_CASE(lap_apr_descriptors),
+	IBST_CASE(lap_descriptors),
 	IBST_CASE(qp_type_mapping),
 	IBST_CASE(timeouts),
 	IBST_CASE(timewait_conflicts),

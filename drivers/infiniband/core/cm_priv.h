@@ -327,7 +327,7 @@ void cm_tw_start(struct cm_tw *tw, unsigned int ms);
 void cm_tw_drain(struct cm_tw_table *t);
 
 /*
- * cm_test_hook.c: asked by cm.c when a LAP or APR arrives on a RoCE port,
+ * cm_test_hook.c: asked by cm.c when a LAP arrives on a RoCE port,
  * and for the GID attribute to build a LAP's alternate path with; and the
  * receive side of cm_test_inject(), whose MADs cm.c gives back with
  * cm_test_recv_free().  Only ib_cm.ko built with its test hooks
