@@ -2278,8 +2278,9 @@ static enum cm_rx_verdict cm_dreq_decide(struct cm_id_private *priv,
 	}
 	/*
 	 * A DREQ also ends a pending REP (the peer got it and used it) and
-	 * crosses our own DREQ.  In ESTABLISHED nothing is pending: this
-	 * side sends no LAP.
+	 * crosses our own DREQ.  ESTABLISHED cancels nothing here, as in the
+	 * stock module: this side sends no LAP, and a REP still pending after
+	 * ib_cm_notify(COMM_EST) is cm_user_est_decide()'s to cancel.
 	 */
 	if (st != IB_CM_ESTABLISHED)
 		cm_cancel_msg(priv);

@@ -11,10 +11,11 @@
  * ID resolution: SIDR_REQ without a listener, with one (and its answer),
  * duplicate SIDR_REQs, and SIDR_REP receipt.
  *
- * The LAP/APR receive rules themselves (alternate path event, duplicates,
- * MRA for a LAP, states that drop a LAP, a path that cannot be addressed,
- * APR without our LAP) run with the test build's switch that makes ib_cm
- * take LAP/APR on this RoCE port (cm_test_lap_on_roce()).
+ * The LAP receive rules themselves (alternate path event, duplicates, MRA
+ * for a LAP, states that drop a LAP, a path that cannot be addressed) run
+ * with the test build's switch that makes ib_cm take LAPs on this RoCE
+ * port (cm_test_lap_on_roce()); an APR, which answers a LAP and this side
+ * sends none, is dropped with the switch on too.
  *
  * Messages from the "peer" are built here and handed to ib_cm's receive
  * handler through the test hook (cm_test_hook.c).  They claim to come from
@@ -497,7 +498,10 @@ static int rx_send_mra(const struct rx_peer *p, struct ib_cm_id *to,
 	return rx_inject(mad);
 }
 
-/* LAP and APR: the codec only reads them; both start with the two IDs. */
+/*
+ * LAP and APR: the codec only reads a LAP and ib_cm no APR, so they are
+ * built here; both start with the two IDs.
+ */
 static int rx_send_lap_apr(__be16 attr, const struct rx_peer *p,
 			   struct ib_cm_id *to)
 {
@@ -608,7 +612,7 @@ static bool rx_pdata_is(const struct rx_event *e, char tag)
 /* Connections this side accepts (passive)                             */
 
 /*
- * @lap and @dev_refs are set by rx_established() only: LAP/APR were
+ * @lap and @dev_refs are set by rx_established() only: LAPs were
  * switched on for the connection, and the device references held before
  * it was made.
  */

@@ -8,7 +8,7 @@
  * a peer that misbehaves on purpose.  The answers the CM sends go out on
  * the real device.  cm_test_counter() reads the per-port counters that the
  * sysfs files show, and cm_test_flush() waits for queued receive work.
- * cm_test_lap_on_roce() lets the LAP/APR receive rules run on a RoCE port,
+ * cm_test_lap_on_roce() lets the LAP receive rules run on a RoCE port,
  * and cm_test_dev_refs() shows the references held on a CM device.
  */
 #include <linux/module.h>
@@ -202,7 +202,7 @@ void cm_test_flush(void)
 EXPORT_SYMBOL_NS_GPL(cm_test_flush, IB_CM_TEST);
 
 /*
- * The one port on which LAP and APR are taken as on an IB link, or NULL.
+ * The one port on which LAPs are taken as on an IB link, or NULL.
  * Holds a reference on the port's device, so that the pointer cannot come
  * to name another port while it is set.  Protected by cm_test_lap_lock.
  */
@@ -210,17 +210,17 @@ static struct cm_port *cm_test_lap_port;
 static DEFINE_SPINLOCK(cm_test_lap_lock);
 
 /**
- * cm_test_lap_on_roce() - Take LAP and APR on a RoCE port, for a self-test.
+ * cm_test_lap_on_roce() - Take LAPs on a RoCE port, for a self-test.
  * @ibdev: device
  * @port_num: a RoCE port of @ibdev
  * @on: true to switch the port on (any other port goes off), false for off
  *
  * ib_cm drops alternate path messages on RoCE ports, as the stock ib_cm
  * does, and the test setup has only RoCE ports (rdma_rxe).  This switch
- * exists so that ib_cm_rx_test.ko can drive the LAP and APR receive rules
+ * exists so that ib_cm_rx_test.ko can drive the LAP receive rules
  * (states, duplicates, MRA for a LAP, the alternate address vector and
- * what becomes of its references) on such a port: LAP and APR are taken
- * there as on an IB link, and a LAP's path is read as an IB path.  Nothing
+ * what becomes of its references) on such a port: LAPs are taken there
+ * as on an IB link, and a LAP's path is read as an IB path.  Nothing
  * else changes: the port stays RoCE for every other message and for the
  * address vectors, so the alternate path becomes RoCE AH attributes with a
  * GRH but no destination MAC (see cm_test_lap_sgid_attr()).  Those must
