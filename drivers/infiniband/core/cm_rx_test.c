@@ -1389,8 +1389,13 @@ static void rep_with_taken_peer_id_dropped(void)
 	IBST_EXPECT_EQ(rx_state(a.id), IB_CM_REP_RCVD);
 	IBST_EXPECT_EQ(a.id->remote_id, cpu_to_be32(a.peer.comm_id));
 
-	/* Destroyed after the drop, c leaves no entry behind for a. */
+	/* Destroyed after the drop, c must leave a's entry in place. */
 	rx_active_destroy(&c);
+	rx_quiesce();
+	IBST_EXPECT_EQ(rx_send_rep(&b.peer, b.id, 'Q', 0, 0), 0);
+	rx_quiesce();
+	IBST_EXPECT_EQ(rx_count(b.id, IB_CM_REP_RECEIVED, NULL), 0);
+	IBST_EXPECT_EQ(rx_state(b.id), IB_CM_REQ_SENT);
 	/* b's own peer still connects it. */
 	IBST_EXPECT_EQ(rx_send_rep(&b_own, b.id, 'R', 0, 0), 0);
 	cm_test_flush();
@@ -1465,7 +1470,11 @@ static void mra_out_of_place_dropped(void)
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_REP_SENT);
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_MRA_ATTR_ID);
 
-	/* Our REP is outstanding, not our REQ nor a LAP. */
+	/*
+	 * Our REP is outstanding, not a LAP; nor our REQ, and an MRA for a
+	 * REQ is looked up as one sent before our REP, by remote ID 0, so it
+	 * does not even find c.
+	 */
 	IBST_EXPECT_EQ(rx_send_mra(&c.peer, c.id, CMC_MSG_OTHER, 20, 'm'), 0);
 	IBST_EXPECT_EQ(rx_send_mra(&c.peer, c.id, CMC_MSG_REQ, 20, 'm'), 0);
 	/*
