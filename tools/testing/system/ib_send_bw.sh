@@ -44,7 +44,7 @@ send_bw_pair() {
 	# A server that gave up calibrating ends the client's wait too.
 	(
 		tail --pid="$server" -f /dev/null
-		calibration_failed && pkill -f -- "ib_send_bw .* $MY_IP\$"
+		calibration_failed && pkill -f -- "^[^ ]*ib_send_bw .* $MY_IP\$"
 	) &
 	watcher=$!
 
@@ -65,9 +65,12 @@ send_bw_pair() {
 for pair in 1 2 3; do
 	send_bw_pair
 	calibration_failed || break
-	echo "# pair $pair: perftest could not calibrate its clock:"
+	echo "# pair $pair: client exit status $crc, server exit status $src;" \
+		"perftest could not calibrate its clock:"
 	grep -h -B1 "Can't produce a report" "$SERVER_OUT" "$CLIENT_OUT" |
 		sed -e 's/^/#   /'
+	tail -n 3 "$CLIENT_OUT" | sed -e "s/^/#   client $pair: /"
+	tail -n 3 "$SERVER_OUT" | sed -e "s/^/#   server $pair: /"
 done
 
 # The result row: "4096  1000  peak  average  msg-rate" after the header.
