@@ -51,7 +51,7 @@ pf_watching
 
 tap_check "IPv4 forwarding on" test "$(cat /proc/sys/net/ipv4/ip_forward)" = 1
 tap_check "no RDMA device on the PF" test -z "$(ls /sys/class/infiniband 2> /dev/null)"
-wait_step_end $((${VM_TEST_TIMEOUT:-300} - 15))
+wait_step_end "$(step_time_left 15)"
 tap_check "the VFs and the remote finished the step" test $? = 0
 echo "# the others finished after $SECONDS s"
 

@@ -8,8 +8,8 @@
 # As documented (mlx4-pvcm.rst, "Per-VF cap and cleanup"), lookups treat
 # its ids as absent at once and the clean's work moves them, live ones
 # included (it never disconnected), to TimeWait and drops its routes: no
-# live id or route within CLEAN_SECS (20 s) of the link going down,
-# nothing at all within CLEAN_SECS + TimeWait (50 s), while slave 2's
+# live id or route within CLEAN_SECS (20 s, times VM_TIME_SCALE) of the
+# link going down, nothing at all within that + TimeWait, while slave 2's
 # held connection stays mapped and nothing of it is dropped.  The PF
 # then brings the interface up again, as for a VF that restarts: the
 # DREQs the remote sends when it closes the dead VF's connections reach
@@ -50,7 +50,7 @@ s1_gone() {
 	[ "$((CACHE_S1[live] + CACHE_S1[timewait] + CACHE_S1[routes]))" = 0 ]
 }
 wait_until "$CLEAN_SECS" s1_cleaned
-tap_check "slave1: nothing live or routed within $CLEAN_SECS s ($((SECONDS - t0)) s)" s1_cleaned
+tap_check "slave1: nothing live or routed within $(scaled_secs "$CLEAN_SECS") s ($((SECONDS - t0)) s)" s1_cleaned
 # Up again, as for a VF that restarts: what the remote still sends for
 # the dead instance's connections reaches the cache, which must refuse
 # it (down, the route would drop it before the cache saw it).
@@ -61,8 +61,10 @@ tap_check "slave2 kept its held connection: ${CACHE_S2[live]} live" \
 vm_signal vf1-cleaned
 d=$(pf_delta vf_cleans)
 tap_check "one VF clean: $d" test "$d" = 1
-gone=$((CLEAN_SECS + TIMEWAIT_SECS))
-wait_until $((t0 + gone - SECONDS)) s1_gone
+# from the link's fall: the clean (as slow as the host) and TimeWait
+gone=$(($(scaled_secs "$CLEAN_SECS") + TIMEWAIT_SECS))
+left=$((t0 + gone - SECONDS))
+wait_until "$(unscaled_secs $((left > 0 ? left : 0)))" s1_gone
 tap_check "slave1: nothing in TimeWait either within $gone s ($((SECONDS - t0)) s)" s1_gone
 
 wait_step_end "$(step_time_left 70)"

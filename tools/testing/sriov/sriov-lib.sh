@@ -23,9 +23,10 @@ step_done() {
 
 # wait_step_end [SECONDS]: for a PF script that watches a step: return
 # once the VFs and the remote have finished their scripts of this step
-# (or were killed: vm_kill_me).
+# (or were killed: vm_kill_me).  SECONDS (of an idle host, as the
+# guest-lib helpers') default to what is left of the step.
 wait_step_end() {
-	local end=$((SECONDS + ${1:-$(step_time_left 0)})) i
+	local end=$((SECONDS + $(scaled_secs "${1:-$(step_time_left 0)}"))) i
 
 	for i in "$VF1_INDEX" "$VF2_INDEX" "$REMOTE_INDEX"; do
 		while ! step_done "$i" && ! vm_wait "killed-vm$i" 0; do
@@ -37,9 +38,10 @@ wait_step_end() {
 
 # step_time_left MARGIN: the seconds this step's script has left before
 # its time limit (VM_TEST_TIMEOUT, from the script's start), less MARGIN,
-# and at least 1.
+# and at least 1; in seconds of an idle host, as MARGIN and the SECONDS
+# of the guest-lib helpers it is meant for.
 step_time_left() {
-	local left=$((${VM_TEST_TIMEOUT:-300} - SECONDS - $1))
+	local left=$(((${VM_TEST_TIMEOUT:-300} - SECONDS) / ${VM_TIME_SCALE:-1} - $1))
 
 	echo $((left > 0 ? left : 1))
 }

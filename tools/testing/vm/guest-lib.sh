@@ -15,6 +15,14 @@
 #   VM_NICS    "NAME=MAC=ADDR/LEN ...": net_up renames the NIC of each MAC
 #              to NAME and gives it ADDR; VM_NETDEV is the first of them
 #   VM_GATEWAY the default route, VM_FORWARD=1: the guest routes IPv4
+#   VM_TIME_SCALE  how many times slower than an idle host the host runs
+#              (vm-run --time-scale, default 1)
+#
+# The SECONDS that the helpers below take (run_with_timeout,
+# bg_with_timeout, wait_until and those built on it) are seconds of an
+# idle host: each lasts VM_TIME_SCALE seconds of the clock.  A wait sized
+# for an idle host then holds on a loaded one, where every step takes
+# longer.  scaled_secs and unscaled_secs convert.
 
 TAP_N=0
 TAP_FAILED=0
@@ -50,9 +58,22 @@ tap_done() {
 	return $TAP_FAILED
 }
 
+# scaled_secs SECONDS: SECONDS of an idle host in seconds of the clock.
+scaled_secs() {
+	echo $(($1 * ${VM_TIME_SCALE:-1}))
+}
+
+# unscaled_secs CLOCK_SECONDS: the seconds of an idle host that last at
+# least CLOCK_SECONDS, for a helper's SECONDS.
+unscaled_secs() {
+	local s=${VM_TIME_SCALE:-1}
+
+	echo $((($1 + s - 1) / s))
+}
+
 # run_with_timeout SECONDS CMD...: status 124 when the time ran out.
 run_with_timeout() {
-	local secs=$1
+	local secs=$(($1 * ${VM_TIME_SCALE:-1}))
 
 	shift
 	timeout -k 5 "$secs" "$@"
@@ -63,7 +84,7 @@ run_with_timeout() {
 # reaches CMD; "run_with_timeout ... &" would give the PID of a subshell
 # that does not pass it on (CMD would live until its time limit).
 bg_with_timeout() {
-	local secs=$1
+	local secs=$(($1 * ${VM_TIME_SCALE:-1}))
 
 	shift
 	timeout -k 5 "$secs" "$@" &
@@ -76,9 +97,9 @@ debug_kernel() {
 }
 
 # wait_until SECONDS CMD...: retry CMD every 0.2 s until it succeeds, for
-# SECONDS of wall time (however long each try takes).
+# SECONDS (scaled) of wall time (however long each try takes).
 wait_until() {
-	local end=$((SECONDS + $1))
+	local end=$((SECONDS + $1 * ${VM_TIME_SCALE:-1}))
 
 	shift
 	while ! "$@"; do

@@ -25,6 +25,9 @@
 #   IDLE_TEST         a test script that is no TAP point (padding)
 #   LOG TIMEOUT BOOT_TIMEOUT HANG_FIRST ACCEL ICOUNT MEM SMP EXTRA_CMDLINE
 #   KEEP_RUNS         see vm-run --help
+#   TIME_SCALE        vm-run --time-scale: vmlib_check multiplies TIMEOUT
+#                     and BOOT_TIMEOUT by it, the caller its own limits
+#                     (and writes VM_TIME_SCALE into each guest's config)
 #
 # The guest side is guest-run (started by initramfs-init), which reads
 # $RUN/vmI/{config,insmod,tests}.
@@ -43,6 +46,7 @@ vmlib_defaults() {
 	MEM=2G
 	SMP=2
 	KEEP_RUNS=30
+	TIME_SCALE=1
 	IDLE_TEST=
 	LINKS=()
 	VM_KREL=()
@@ -80,6 +84,10 @@ vmlib_check() {
 	case "$TIMEOUT$BOOT_TIMEOUT" in
 	*[!0-9]*) die "timeouts are whole seconds" ;;
 	esac
+	case "$TIME_SCALE" in
+	'' | *[!0-9]* | 0*) die "--time-scale takes a whole number from 1" ;;
+	esac
+	TIMEOUT=$((TIMEOUT * TIME_SCALE)) BOOT_TIMEOUT=$((BOOT_TIMEOUT * TIME_SCALE))
 	if [ -n "$ICOUNT" ]; then
 		[[ $ICOUNT =~ ^([0-9]|10)$ ]] || die "--icount SHIFT must be 0..10"
 		[ "$ACCEL" != kvm ] || die "--icount needs TCG"
@@ -828,6 +836,7 @@ vmlib_report() {
 		boot="$boot ${VM_NAME[i]}=${BOOT_T[$i]:-never}s"
 	done
 	echo "# boot time (QEMU start to test driver):$boot; total $(elapsed "$T0" "$T1") s"
+	[ "$TIME_SCALE" = 1 ] || echo "# time scale: every limit and guest wait x$TIME_SCALE"
 	for i in $(seq 0 $((VMS - 1))); do
 		echo "# console log ${VM_NAME[i]}: $(console_log "$i")"
 	done
