@@ -19,13 +19,17 @@
 #              (vm-run --time-scale, default 1)
 #
 # The SECONDS that the helpers below take (run_with_timeout,
-# bg_with_timeout, wait_until and those built on it) are seconds of an
-# idle host: each lasts VM_TIME_SCALE seconds of the clock.  A wait sized
-# for an idle host then holds on a loaded one, where every step takes
-# longer.  scaled_secs and unscaled_secs convert.
+# bg_with_timeout, wait_until and those built on it) are whole seconds of
+# an idle host: each lasts VM_TIME_SCALE seconds of the clock.  A wait
+# sized for an idle host then holds on a loaded one, where every step
+# takes longer.  scaled_secs and unscaled_secs convert.
 
 TAP_N=0
 TAP_FAILED=0
+# a whole number from 1, or 1 (a bad value must not become "no limit")
+case ${VM_TIME_SCALE:-} in
+'' | *[!0-9]* | 0*) VM_TIME_SCALE=1 ;;
+esac
 
 # Nested TAP: vm-run shows these lines as diagnostics of the test point.
 tap_ok() {
@@ -173,7 +177,7 @@ connect_retry() {
 		grep -qE -e 'REJECTED|UNREACHABLE|ADDR_ERROR|ROUTE_ERROR' \
 			-e 'Unable to perform rdma_client' "$out" || return $rc
 		echo "# try $i: not connected (status $rc)"
-		sleep 1
+		sleep "$VM_TIME_SCALE"
 	done
 	return $rc
 }

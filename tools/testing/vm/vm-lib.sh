@@ -26,8 +26,10 @@
 #   LOG TIMEOUT BOOT_TIMEOUT HANG_FIRST ACCEL ICOUNT MEM SMP EXTRA_CMDLINE
 #   KEEP_RUNS         see vm-run --help
 #   TIME_SCALE        vm-run --time-scale: vmlib_check multiplies TIMEOUT
-#                     and BOOT_TIMEOUT by it, the caller its own limits
-#                     (and writes VM_TIME_SCALE into each guest's config)
+#                     by it, the caller its own limits (and writes
+#                     VM_TIME_SCALE into each guest's config); not
+#                     BOOT_TIMEOUT, the watchdog for a boot that never
+#                     gets anywhere
 #
 # The guest side is guest-run (started by initramfs-init), which reads
 # $RUN/vmI/{config,insmod,tests}.
@@ -87,7 +89,8 @@ vmlib_check() {
 	case "$TIME_SCALE" in
 	'' | *[!0-9]* | 0*) die "--time-scale takes a whole number from 1" ;;
 	esac
-	TIMEOUT=$((TIMEOUT * TIME_SCALE)) BOOT_TIMEOUT=$((BOOT_TIMEOUT * TIME_SCALE))
+	# (10#: a limit given as 0100 is 100 s, not octal)
+	TIMEOUT=$((10#$TIMEOUT * TIME_SCALE))
 	if [ -n "$ICOUNT" ]; then
 		[[ $ICOUNT =~ ^([0-9]|10)$ ]] || die "--icount SHIFT must be 0..10"
 		[ "$ACCEL" != kvm ] || die "--icount needs TCG"
@@ -836,7 +839,8 @@ vmlib_report() {
 		boot="$boot ${VM_NAME[i]}=${BOOT_T[$i]:-never}s"
 	done
 	echo "# boot time (QEMU start to test driver):$boot; total $(elapsed "$T0" "$T1") s"
-	[ "$TIME_SCALE" = 1 ] || echo "# time scale: every limit and guest wait x$TIME_SCALE"
+	[ "$TIME_SCALE" = 1 ] ||
+		echo "# time scale x$TIME_SCALE: the run and step limits and the guests' waits"
 	for i in $(seq 0 $((VMS - 1))); do
 		echo "# console log ${VM_NAME[i]}: $(console_log "$i")"
 	done
