@@ -187,7 +187,7 @@ pf_check_drained() {
 	pf_show "after TimeWait"
 	tap_check "every packet stolen was sent or freed: ${PF[stolen]} = ${PF[sent]} + ${PF[freed]}" \
 		test "${PF[stolen]}" = $((PF[sent] + PF[freed]))
-	tap_check "nothing live, in TimeWait or routed within $1 s" pf_empty
+	tap_check "nothing live, in TimeWait or routed within $(scaled_secs "$1") s" pf_empty
 	tap_check "every entry freed: allocated ${CACHE[allocated]}, freed ${CACHE[freed]}" \
 		test "${CACHE[allocated]}" = "${CACHE[freed]}"
 	tap_check "VF 1: allocated ${CACHE_S1[allocated]}, freed ${CACHE_S1[freed]}" \

@@ -42,16 +42,18 @@ REPORTED='(connect|accept|listen|bind|resolve|rdma_[a-z_]*)[ :].*(error|fail|Can
 # 125 when CMD reported an error (REPORTED) but did not exit within 1 s
 # after (rping does not always exit after a failed connect: its main
 # thread joins a completion thread that waits for events forever); 124
-# when it neither finished nor reported anything within SECS.  Before a
-# kill, where each thread waits (user space or kernel, and its state) is
-# appended to OUT, so that a thread stuck in the kernel (state D) shows.
+# when it neither finished nor reported anything within SECS (times
+# VM_TIME_SCALE, as the guest-lib helpers' SECONDS), counted in polls of
+# 0.2 s, which stretch on a busy guest.  Before a kill, where each
+# thread waits (user space or kernel, and its state) is appended to OUT,
+# so that a thread stuck in the kernel (state D) shows.
 bounded() {
-	local secs=$1 out=$2 pid t i grace=-1 rc=124
+	local polls=$(($(scaled_secs "$1") * 5)) out=$2 pid t i grace=-1 rc=124
 
 	shift 2
 	"$@" > "$out" 2>&1 &
 	pid=$!
-	for ((i = 0; i < secs * 5; i++)); do
+	for ((i = 0; i < polls; i++)); do
 		kill -0 "$pid" 2> /dev/null || break
 		if [ "$grace" -lt 0 ] && grep -qE "$REPORTED" "$out"; then
 			grace=5

@@ -45,11 +45,11 @@ reps() {
 }
 
 
-# wait_reps N PID: until N REPs were counted, while PID lives (300 s at
-# most by the clock); polled often, so that the removal lands early in
+# wait_reps N PID: until N REPs were counted, while PID lives (300 s of an
+# idle host at most, by the clock); polled often, so that the removal lands early in
 # the connect phase however fast the guest runs.
 wait_reps() {
-	local end=$(($(date +%s) + 300))
+	local end=$(($(date +%s) + $(scaled_secs 300)))
 
 	while [ "$(reps)" -lt "$1" ]; do
 		kill -0 "$2" 2> /dev/null || return 1
@@ -74,12 +74,12 @@ remove_rxe() {
 	shift 2
 	start=$(date +%s)
 	# At normal priority, whatever the calling shell's.
-	chrt -o 0 timeout -k 5 "$DELETE_LIMIT" rdma link delete rxe0 &
+	chrt -o 0 timeout -k 5 "$(scaled_secs "$DELETE_LIMIT")" rdma link delete rxe0 &
 	deleter=$!
 	# Wait until the deleter blocks in ib_uverbs: rdma_cm and the other
 	# clients that come before it are done then.
 	waited=no
-	while [ $(($(date +%s) - start)) -lt 120 ]; do
+	while [ $(($(date +%s) - start)) -lt "$(scaled_secs 120)" ]; do
 		rdmapid=$(pgrep -P "$deleter" -x rdma)
 		if [ -n "$rdmapid" ] &&
 		   grep -q uverbs "/proc/$rdmapid/stack" 2> /dev/null; then
@@ -105,10 +105,10 @@ remove_rxe() {
 }
 
 # by_clock SECS PID CMD...: retry CMD every half second while PID lives,
-# for at most SECS by the clock (wait_until counts tries, which stretch
-# when busy-polling tools starve the guest's shell).
+# for at most SECS of an idle host (as wait_until's): wait_until that
+# gives up as soon as PID is gone.
 by_clock() {
-	local end=$(($(date +%s) + $1)) pid=$2
+	local end=$(($(date +%s) + $(scaled_secs "$1"))) pid=$2
 
 	shift 2
 	while [ "$(date +%s)" -lt "$end" ]; do

@@ -49,7 +49,8 @@ has_cm_ids() {
 }
 faults0=$(cat "$KNOB/faults" 2> /dev/null)
 start=$(date +%s)
-bg_with_timeout "$LIMIT" rping -c -a "$PEER" -p "$PORT" -C 1 -v \
+# LIMIT is of the clock, as the CM's retry timers are: not scaled
+bg_with_timeout "$(unscaled_secs "$LIMIT")" rping -c -a "$PEER" -p "$PORT" -C 1 -v \
 	> /tmp/timeout-client.out 2>&1
 client=$!
 armed=0
