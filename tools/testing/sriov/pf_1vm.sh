@@ -306,7 +306,7 @@ for mode in $MODES; do
 	fi
 	if [ "$mode" = roce ] && [ -z "${PF_QUICK:-}" ]; then
 		echo "# waiting for TimeWait (30 s) to pass"
-		wait_until 60 timewait_drained
+		wait_until_clock "$(part_scaled_secs 30 60)" timewait_drained
 		tap_check "$mode: TimeWait over: no live, TimeWait or route entry" \
 			timewait_drained
 		tap_check "$mode: every entry freed" test \

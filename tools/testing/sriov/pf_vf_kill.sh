@@ -62,9 +62,9 @@ vm_signal vf1-cleaned
 d=$(pf_delta vf_cleans)
 tap_check "one VF clean: $d" test "$d" = 1
 # from the link's fall: the clean (as slow as the host) and TimeWait
-gone=$(($(scaled_secs "$CLEAN_SECS") + TIMEWAIT_SECS))
+gone=$(part_scaled_secs "$TIMEWAIT_SECS" $((CLEAN_SECS + TIMEWAIT_SECS)))
 left=$((t0 + gone - SECONDS))
-wait_until "$(unscaled_secs $((left > 0 ? left : 0)))" s1_gone
+wait_until_clock $((left > 0 ? left : 0)) s1_gone
 tap_check "slave1: nothing in TimeWait either within $gone s ($((SECONDS - t0)) s)" s1_gone
 
 wait_step_end "$(step_time_left 70)"

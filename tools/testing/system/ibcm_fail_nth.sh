@@ -213,10 +213,10 @@ sweep() {
 		# What a failed run left behind must go once the protocol's own
 		# timers have run out: an ID whose consumer is gone may still
 		# wait for its last MAD's retries (up to 16 sends) or TimeWait.
-		if ! wait_until 30 no_cm_ids; then
+		if ! wait_until_clock 30 no_cm_ids; then
 			late=$((late + 1))
 			echo "# $name: n=$n: $(cm_ids) cm_id(s) still there 30 s after the run"
-			if ! wait_until 150 no_cm_ids; then
+			if ! wait_until_clock 150 no_cm_ids; then
 				leaks=$((leaks + 1))
 				echo "# $name: n=$n: $(cm_ids) cm_id(s) left 180 s after the run"
 			fi

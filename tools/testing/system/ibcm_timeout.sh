@@ -49,9 +49,10 @@ has_cm_ids() {
 }
 faults0=$(cat "$KNOB/faults" 2> /dev/null)
 start=$(date +%s)
-# LIMIT is of the clock, as the CM's retry timers are: not scaled
-bg_with_timeout "$(unscaled_secs "$LIMIT")" rping -c -a "$PEER" -p "$PORT" -C 1 -v \
-	> /tmp/timeout-client.out 2>&1
+# LIMIT is of the clock, as the CM's retry timers are: timeout(1), not
+# the scaled helper
+timeout -k 5 "$LIMIT" rping -c -a "$PEER" -p "$PORT" -C 1 -v \
+	> /tmp/timeout-client.out 2>&1 &
 client=$!
 armed=0
 # The REQ goes out in the same call that creates the cm_id.

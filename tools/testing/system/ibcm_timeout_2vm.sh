@@ -45,13 +45,15 @@ tap_check "outgoing RoCE traffic blocked" test $? = 0
 
 retr0=$(cat $P/cm_tx_retries/req)
 start=$(date +%s)
-run_with_timeout 300 rping -c -a "$PEER_IP" -p "$PORT" -C 5 -v > /tmp/to-client.out 2>&1
+# the CM's retry timers give up on the clock: timeout(1), not scaled
+timeout -k 5 300 rping -c -a "$PEER_IP" -p "$PORT" -C 5 -v > /tmp/to-client.out 2>&1
 crc=$?
 took=$(($(date +%s) - start))
 retr1=$(cat $P/cm_tx_retries/req)
 echo "# client status $crc after ${took}s; REQ retries $retr0 -> $retr1"
 tail -n 3 /tmp/to-client.out | sed -e 's/^/# client: /'
-tap_check "client gave up by itself" test "$crc" != 0 -a "$crc" != 124
+tap_check "client gave up by itself" \
+	test "$crc" != 0 -a "$crc" != 124 -a "$crc" != 137
 tap_check "rdma_cm reported the peer unreachable" \
 	grep -q UNREACHABLE /tmp/to-client.out
 tap_check "the REQ was retransmitted" test "$retr1" -gt "$retr0"

@@ -75,6 +75,13 @@ unscaled_secs() {
 	echo $((($1 + s - 1) / s))
 }
 
+# part_scaled_secs CLOCK SECONDS: a bound of SECONDS of an idle host of
+# which CLOCK are the protocol's own (TimeWait), in seconds of the clock:
+# the rest is scaled, CLOCK is not.
+part_scaled_secs() {
+	echo $(($(scaled_secs $(($2 - $1))) + $1))
+}
+
 # run_with_timeout SECONDS CMD...: status 124 when the time ran out.
 run_with_timeout() {
 	local secs=$(($1 * ${VM_TIME_SCALE:-1}))
@@ -110,6 +117,12 @@ wait_until() {
 		[ "$SECONDS" -lt "$end" ] || return 1
 		sleep 0.2
 	done
+}
+
+# wait_until_clock SECONDS CMD...: wait_until for a bound the protocol
+# sets (TimeWait, the CM's retry timers): SECONDS of the clock, not scaled.
+wait_until_clock() {
+	VM_TIME_SCALE=1 wait_until "$@"
 }
 
 # module_id FILE.ko: its srcversion, or "build-id:<hex>" when it has none
