@@ -35,7 +35,7 @@ rounds=0 failed=0
 while running; do
 	rping -s -a "$MY_IP" -p "$PORT" -C 500 > /dev/null 2>&1 &
 	server=$!
-	if wait_until 30 cm_listening "$PORT" &&
+	if wait_cm_listening 30 "$PORT" "$server" &&
 	   run_with_timeout 120 rping -c -a "$MY_IP" -p "$PORT" -C 500 \
 		> /dev/null 2>&1; then
 		rounds=$((rounds + 1))

@@ -34,7 +34,7 @@ guest_capture() {
 	# a connection with 10 verified ping-pongs, then a disconnect
 	rping -s -a "$ip" -p 7174 -C 10 > /tmp/rping-s.out 2>&1 &
 	srv=$!
-	sleep 0.5
+	wait_cm_listening 30 7174 "$srv"
 	connect_retry 10 "$out" run_with_timeout 60 \
 		rping -c -a "$ip" -p 7174 -C 10 -v || rc=1
 	run_with_timeout 30 tail --pid="$srv" -f /dev/null

@@ -32,8 +32,7 @@ if [ "$SRIOV_ROLE" = remote ]; then
 		pid=$!
 		# perftest's client has been seen to crash when rejected: the
 		# VF starts only once its server listens.
-		wait_until 60 cm_listening $((BASE + s)) ||
-			echo "# server for vf$s does not listen after 60 s"
+		wait_cm_listening 60 $((BASE + s))
 		vm_signal "send-bw-up-$s"
 		wait "$pid"
 		rc=$?

@@ -74,7 +74,7 @@ perftest_phase() {
 			bg_with_timeout 200 "$tool" -d rxe0 -R -n 500 -s 4096 -p "$p" \
 				> "/tmp/$tool-vf$s.out" 2>&1
 			pid=$!
-			wait_until 60 cm_listening "$p" || echo "# nothing listens on $p after 60 s"
+			wait_cm_listening 60 "$p"
 			vm_signal "$tool-$p-up"
 			server_done "$tool-vf$s" "$pid"
 		elif [ "$SRIOV_SLAVE" = "$s" ]; then
@@ -99,7 +99,7 @@ if [ "$SRIOV_ROLE" = remote ]; then
 		> /tmp/udaddy-both.out 2>&1
 	pids+=($!) names+=(udaddy-both)
 	for p in $((UCMA_PORT + 1)) $((UCMA_PORT + 2)); do
-		wait_until 60 cm_listening "$p" || echo "# nothing listens on $p after 60 s"
+		wait_cm_listening 60 "$p"
 	done
 	vm_signal rdmacm-up
 	for i in "${!pids[@]}"; do

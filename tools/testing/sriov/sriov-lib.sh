@@ -77,7 +77,7 @@ rping_serve() {
 	bg_with_timeout 300 rping -s -a "$MY_IP" -p "$port" -C "$count" -v \
 		> "/tmp/$name.out" 2>&1
 	RPING_PID=$!
-	sleep 0.5
+	wait_cm_listening 30 "$port" "$RPING_PID"
 	vm_signal "$name-up"
 }
 

@@ -103,7 +103,7 @@ remote)
 	done
 	for s in 1 2; do
 		for p in $((PORT + s)) $((HOLD + s)); do
-			wait_until 60 cm_listening "$p" || echo "# nothing listens on $p"
+			wait_cm_listening 60 "$p"
 		done
 	done
 	vm_signal kill-up

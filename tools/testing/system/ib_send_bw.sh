@@ -38,9 +38,7 @@ send_bw_pair() {
 	# A client that comes before the listener is rejected, and
 	# perftest's client has been seen to crash on that (SIGSEGV in
 	# librdmacm) on a busy host: start it only once the server listens.
-	if ! wait_until 60 cm_listening "$PORT"; then
-		echo "# the server does not listen on port $PORT after 60 s"
-	fi
+	wait_cm_listening 60 "$PORT" "$server"
 	# A server that gave up calibrating ends the client's wait too.
 	(
 		tail --pid="$server" -f /dev/null

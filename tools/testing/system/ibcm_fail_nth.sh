@@ -83,16 +83,10 @@ stuck_in_kernel() {
 }
 
 port=7400
-# listening PORT: an rdma_cm id listens on PORT (restrack's view).
-listening() {
-	rdma resource show cm_id 2> /dev/null | grep 'state LISTEN' |
-		grep -q ":$1 "
-}
-
 # serving PORT PID: the server PID listens on PORT or has given up (a
 # failed listen is reported and ends the server: no need to wait more).
 serving() {
-	listening "$1" || ! kill -0 "$2" 2> /dev/null
+	cm_listening "$1" || ! kill -0 "$2" 2> /dev/null
 }
 
 # run_connect OUT: an rping pair on a new port; status 0 = 3 pings done.

@@ -44,7 +44,7 @@ if [ "$VM_INDEX" = 0 ]; then
 	# during: until the client stops; after: COUNT pings
 	rping -s -a "$MY_IP" -p "$PORT" -v > /tmp/fuzz-rping-during.out 2>&1 &
 	server=$!
-	wait_until 20 cm_listening "$PORT"
+	wait_cm_listening 20 "$PORT" "$server"
 	vm_signal fuzz-server-during
 	vm_wait fuzz-done 600
 	run_with_timeout 60 tail --pid="$server" -f /dev/null
@@ -60,7 +60,7 @@ if [ "$VM_INDEX" = 0 ]; then
 
 	rping -s -a "$MY_IP" -p "$PORT" -C "$COUNT" -v > /tmp/fuzz-rping-after.out 2>&1 &
 	server=$!
-	wait_until 20 cm_listening "$PORT"
+	wait_cm_listening 20 "$PORT" "$server"
 	vm_signal fuzz-server-after
 	run_with_timeout 300 tail --pid="$server" -f /dev/null
 	kill "$server" 2> /dev/null

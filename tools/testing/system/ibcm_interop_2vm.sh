@@ -43,7 +43,7 @@ serve_or_connect() {
 	if [ "$VM_INDEX" = "$srv" ]; then
 		rping -s -a "$MY_IP" -p "$port" -C 20 -v > "/tmp/$name.out" 2>&1 &
 		pid=$!
-		sleep 2
+		wait_cm_listening 30 "$port" "$pid"
 		vm_signal "$name-up"
 		run_with_timeout 120 tail --pid="$pid" -f /dev/null
 		kill "$pid" 2> /dev/null

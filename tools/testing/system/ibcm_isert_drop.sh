@@ -82,7 +82,7 @@ tap_check "ib_isert unloads" run_with_timeout 60 modprobe -r ib_isert
 
 rping -s -a "$MY_IP" -p 7175 -C 5 > /tmp/rping-drop-server.out 2>&1 &
 server=$!
-sleep 0.5
+wait_cm_listening 30 7175 "$server"
 connect_retry 10 /tmp/rping-drop-client.out run_with_timeout 60 \
 	rping -c -a "$MY_IP" -p 7175 -C 5 -v
 tap_check "rping connects afterwards" test $? = 0

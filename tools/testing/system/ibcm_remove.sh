@@ -14,7 +14,8 @@ rxe_up || exit 1
 
 rping -s -a "$MY_IP" -p 7301 -C 100000 > /tmp/rm-server.out 2>&1 &
 server=$!
-sleep 4
+# The client is not retried: start it once the server listens.
+wait_cm_listening 30 7301 "$server"
 rping -c -v -a "$MY_IP" -p 7301 -C 100000 > /tmp/rm-client.out 2>&1 &
 client=$!
 wait_until 60 grep -q 'ping data' /tmp/rm-client.out
@@ -45,7 +46,7 @@ rxe_up
 tap_check "rxe0 is back" rxe_port_active rxe0
 rping -s -a "$MY_IP" -p 7302 -C 10 > /tmp/rm2-server.out 2>&1 &
 server=$!
-sleep 4
+wait_cm_listening 30 7302 "$server"
 connect_retry 3 /tmp/rm2-client.out \
 	run_with_timeout 60 rping -c -a "$MY_IP" -p 7302 -C 10 -v
 crc=$?

@@ -119,12 +119,6 @@ by_clock() {
 	return 1
 }
 
-# listening PORT: an rdma_cm id listens on PORT (a client that comes too
-# early is rejected: no service on that ID).
-listening() {
-	rdma resource show cm_id 2> /dev/null | grep -q "state LISTEN .*:$1 "
-}
-
 # stop_when_said PID FILE: SIGSTOP PID once FILE says it has all its
 # connections ("receiving data transfers").
 stop_when_said() {
@@ -140,7 +134,7 @@ round_live() {
 	stdbuf -oL ucmatose -b "$MY_IP" -p "$port" -c "$NLIVE" -C 1 \
 		> /tmp/live-server.out 2>&1 &
 	spid=$!
-	by_clock 120 "$spid" listening "$port" || live_bad="$live_bad $round:nolisten"
+	by_clock 120 "$spid" cm_listening "$port" || live_bad="$live_bad $round:nolisten"
 	stdbuf -oL ucmatose -s "$MY_IP" -p "$port" -c "$NLIVE" -C 2 \
 		> /tmp/live-client.out 2>&1 &
 	cpid=$!
@@ -172,7 +166,7 @@ setup_try() {
 	rep0=$(reps)
 	cmtime -b "$MY_IP" -p "$port" > /tmp/setup-server.out 2>&1 &
 	spid=$!
-	by_clock 120 "$spid" listening "$port" || setup_bad="$setup_bad $1:nolisten"
+	by_clock 120 "$spid" cm_listening "$port" || setup_bad="$setup_bad $1:nolisten"
 	stdbuf -oL cmtime -s "$MY_IP" -p "$port" -c "$NSETUP" \
 		> /tmp/setup-client.out 2>&1 &
 	cpid=$!
@@ -258,7 +252,7 @@ tap_check "rxe0 came back after every removal${up_bad:+:$up_bad}" \
 # The CM works on the last new device.
 rping -s -a "$MY_IP" -p 7309 -C 10 > /tmp/rm-after-server.out 2>&1 &
 server=$!
-sleep 3
+wait_cm_listening 30 7309 "$server"
 connect_retry 5 /tmp/rm-after-client.out \
 	run_with_timeout 60 rping -c -a "$MY_IP" -p 7309 -C 10 -v
 crc=$?

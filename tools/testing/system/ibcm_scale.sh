@@ -145,7 +145,7 @@ before=$(snap)
 t0=$(date +%s)
 cmtime -b "$MY_IP" -p 7474 > /tmp/cmtime-server.out 2>&1 &
 spid=$!
-sleep 3
+wait_cm_listening 30 7474 "$spid"
 connect_retry 3 /tmp/cmtime-client.out \
 	run_with_timeout 600 cmtime -s "$MY_IP" -p 7474 -c "$NCMT"
 crc=$?

@@ -95,7 +95,7 @@ tap_check "the CM waited for all its retries (${took}s >= ${MIN}s)" \
 ip neigh del "$PEER" dev "$VM_NETDEV"
 rping -s -a "$MY_IP" -p $((PORT + 1)) -C 5 > /tmp/timeout-server.out 2>&1 &
 server=$!
-sleep 2
+wait_cm_listening 30 $((PORT + 1)) "$server"
 connect_retry 5 /tmp/timeout-client2.out \
 	run_with_timeout 60 rping -c -a "$MY_IP" -p $((PORT + 1)) -C 5 -v
 crc=$?

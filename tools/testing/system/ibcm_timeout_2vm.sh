@@ -22,7 +22,7 @@ vm_barrier ibcm-to-rxe 90 || { echo "# peer never brought rxe up"; exit 1; }
 if [ "$VM_INDEX" = 0 ]; then
 	rping -s -a "$MY_IP" -p "$PORT" -C 5 -v > /tmp/to-server.out 2>&1 &
 	server=$!
-	sleep 2
+	wait_cm_listening 30 "$PORT" "$server"
 	vm_signal ibcm-to-server-up
 	vm_wait ibcm-to-client-done 400
 	run_with_timeout 20 tail --pid="$server" -f /dev/null

@@ -18,7 +18,7 @@ rxe_up || exit 1
 
 rping -s -a "$MY_IP" -p "$PORT" -C "$COUNT" -v > /tmp/rping-server.out 2>&1 &
 server=$!
-sleep 0.5
+wait_cm_listening 30 "$PORT" "$server"
 
 connect_retry 10 "$OUT" run_with_timeout 60 \
 	rping -c -a "$MY_IP" -p "$CPORT" -C "$COUNT" -v

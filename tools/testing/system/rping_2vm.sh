@@ -21,7 +21,7 @@ vm_barrier rping-2vm-rxe 60 || { echo "# peer never brought rxe up"; exit 1; }
 if [ "$VM_INDEX" = 0 ]; then
 	rping -s -a "$MY_IP" -p "$PORT" -C "$COUNT" -v > /tmp/rping-server.out 2>&1 &
 	server=$!
-	sleep 0.5
+	wait_cm_listening 30 "$PORT" "$server"
 	vm_signal rping-server-started
 	run_with_timeout 120 tail --pid="$server" -f /dev/null
 	kill "$server" 2> /dev/null

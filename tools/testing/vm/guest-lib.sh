@@ -225,6 +225,29 @@ cm_listening() {
 	rdma resource show cm_id 2> /dev/null | grep -q "state LISTEN .*:$1 "
 }
 
+# wait_cm_listening SECONDS PORT [PID]: wait (SECONDS, scaled) until a
+# server of this guest listens on PORT, so that its client is not sent
+# too early; no longer once the server PID is gone.  False, and a comment
+# saying so, when none listens.
+wait_cm_listening() {
+	local pid=${3:-}
+
+	wait_until "$1" cm_listening_or_gone "$2" "$pid"
+	cm_listening "$2" && return 0
+	if [ -n "$pid" ] && ! kill -0 "$pid" 2> /dev/null; then
+		echo "# no listener on port $2: its server (PID $pid) ended"
+	else
+		echo "# no listener on port $2 after $(scaled_secs "$1") s"
+	fi
+	return 1
+}
+
+# cm_listening_or_gone PORT PID: PORT has a listener, or PID (if given) has
+# ended.
+cm_listening_or_gone() {
+	cm_listening "$1" || { [ -n "$2" ] && ! kill -0 "$2" 2> /dev/null; }
+}
+
 # rping_pings FILE: the pings an "rping -v" has printed into FILE.
 rping_pings() {
 	grep -c '^ping data: rdma-ping-' "$1" 2> /dev/null
