@@ -86,7 +86,7 @@ rping_serve() {
 rping_served() {
 	local name=$1 pid=$2 count=$3 rc
 
-	wait "$pid"
+	rping_wait "$pid" "/tmp/$name.out" "$count"
 	rc=$?
 	echo "# $name: server exit status $rc"
 	[ "$rc" = 0 ] || sed -e "s/^/# $name server: /" "/tmp/$name.out"
@@ -118,7 +118,8 @@ rping_checked() {
 	pings=$(grep -c '^ping data: rdma-ping-' "$out")
 	echo "# $name: client exit status ${rc:-none}, $pings ping lines"
 	# what rping said besides its pings: its error (stderr is not
-	# buffered, so it stands before the pings in the file)
+	# buffered, stdout is: the error may stand before the last pings,
+	# or inside one of them)
 	[ "$rc" = 0 ] || grep -v '^ping data: rdma-ping-' "$out" | tail -n 8 |
 		sed -e "s/^/# $name client: /"
 	tap_check "$name: client ($SRIOV_NAME) exit 0" test "$rc" = 0

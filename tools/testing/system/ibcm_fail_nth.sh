@@ -99,6 +99,7 @@ run_connect() {
 	wait_until 10 serving "$port" "$server"
 	bounded 60 "$out" rping -c -v -a "$MY_IP" -p "$port" -C 3
 	rc=$?
+	rping_exit_race "$rc" "$out" rping -v -C 3 && rc=0
 	kill "$server" 2> /dev/null
 	wait "$server" 2> /dev/null
 	[ "$rc" = 0 ] && [ "$(grep -c 'ping data' "$out")" = 3 ] && return 0

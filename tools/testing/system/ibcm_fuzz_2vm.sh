@@ -64,7 +64,7 @@ if [ "$VM_INDEX" = 0 ]; then
 	vm_signal fuzz-server-after
 	run_with_timeout 300 tail --pid="$server" -f /dev/null
 	kill "$server" 2> /dev/null
-	wait "$server"
+	rping_wait "$server" /tmp/fuzz-rping-after.out "$COUNT"
 	rc=$?
 	tail -n 2 /tmp/fuzz-rping-after.out | sed -e "s/^/# server after: /"
 	tap_check "rping server after the fuzzing exit 0" test "$rc" = 0

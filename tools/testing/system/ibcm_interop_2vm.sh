@@ -47,7 +47,7 @@ serve_or_connect() {
 		vm_signal "$name-up"
 		run_with_timeout 120 tail --pid="$pid" -f /dev/null
 		kill "$pid" 2> /dev/null
-		wait "$pid"
+		rping_wait "$pid" "/tmp/$name.out" 20
 		rc=$?
 		tap_check "$name: server ($which) exit 0" test "$rc" = 0
 	else

@@ -27,7 +27,7 @@ if [ "$VM_INDEX" = 0 ]; then
 	vm_wait ibcm-to-client-done 400
 	run_with_timeout 20 tail --pid="$server" -f /dev/null
 	kill "$server" 2> /dev/null
-	wait "$server"
+	rping_wait "$server" /tmp/to-server.out 5
 	src=$?
 	tail -n 2 /tmp/to-server.out | sed -e 's/^/# server: /'
 	tap_check "server served the second attempt" test "$src" = 0

@@ -31,7 +31,7 @@ tail -n 2 "$OUT" | sed -e 's/^/# client: /'
 # The server ends by itself after a good run; after a failed one, stop it.
 [ "$crc" = 0 ] && run_with_timeout 30 tail --pid="$server" -f /dev/null
 kill "$server" 2> /dev/null
-wait "$server"
+rping_wait "$server" /tmp/rping-server.out "$COUNT"
 src=$?
 echo "# server exit status $src"
 tail -n 2 /tmp/rping-server.out | sed -e 's/^/# server: /'

@@ -25,7 +25,7 @@ if [ "$VM_INDEX" = 0 ]; then
 	vm_signal rping-server-started
 	run_with_timeout 120 tail --pid="$server" -f /dev/null
 	kill "$server" 2> /dev/null
-	wait "$server"
+	rping_wait "$server" /tmp/rping-server.out "$COUNT"
 	src=$?
 	echo "# server exit status $src"
 	tail -n 3 /tmp/rping-server.out | sed -e 's/^/# server: /'
