@@ -736,6 +736,7 @@ test_groups() {
 # shellcheck disable=SC2034
 vmlib_report() {
 	local i n t p ok rc times name g vms hits log files f label PATTERNS boot killed
+	local USER_FAULTS found user
 
 	FAILED=0
 	POINT=0
@@ -809,8 +810,9 @@ vmlib_report() {
 	# The kernel log check covers the console (panics, early boot) and
 	# the full dmesg dump (quiet hides low levels on the console until
 	# the driver runs).
-	PATTERNS=$RUN/splat-patterns
-	grep -v -e '^#' -e '^$' "$RIG_DIR/splat-patterns" > "$PATTERNS"
+	PATTERNS=$RUN/splat-patterns USER_FAULTS=$RUN/splat-user-faults
+	grep -v -e '^#' -e '^$' -e '^!' "$RIG_DIR/splat-patterns" > "$PATTERNS"
+	sed -n 's/^!//p' "$RIG_DIR/splat-patterns" > "$USER_FAULTS"
 	[ -s "$PATTERNS" ] || die "no patterns in $RIG_DIR/splat-patterns"
 	ok=1
 	for i in $(seq 0 $((VMS - 1))); do
@@ -825,7 +827,13 @@ vmlib_report() {
 			ok=0
 			echo "# ${VM_NAME[i]}: the guest did not finish; its log cannot be called clean"
 		fi
-		hits=$(grep -hF -f "$PATTERNS" "${files[@]}" | tr -d '\r' | sort -u)
+		found=$(grep -hF -f "$PATTERNS" "${files[@]}" | tr -d '\r' | sort -u)
+		user=$(grep -F -f "$USER_FAULTS" <<< "$found")
+		hits=$(grep -vF -f "$USER_FAULTS" <<< "$found")
+		if [ -n "$user" ]; then
+			echo "# ${VM_NAME[i]}: a user-space program faulted (not a kernel splat):"
+			echo "$user" | head -n 5 | sed -e 's/^/#   /'
+		fi
 		if [ -n "$hits" ]; then
 			ok=0
 			echo "# ${VM_NAME[i]}: kernel log has splats ($log):"
