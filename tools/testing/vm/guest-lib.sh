@@ -220,10 +220,20 @@ rping_wait() {
 	echo "# rping made its $3 pings, then lost its exit race (status $rc): taken as 0"
 }
 
+# crashed STATUS: STATUS is that of a program killed by a fault of its own
+# (SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV), not by a limit or a kill.
+crashed() {
+	case $1 in 132 | 134 | 135 | 136 | 139) return 0 ;; esac
+	return 1
+}
+
 # connect_retry TRIES OUT CMD...: run the RDMA CM client CMD (output to
 # OUT) again while it fails without having connected: under TCG the server
-# may not listen yet.  Returns the status of the last try; 0 for an rping
-# that did all its pings and then lost its exit race (rping_exit_race).
+# may not listen yet.  Each try that is made again leaves its last lines
+# as comments.  A client that crashed is not tried again: what it left of
+# its connection may still hold a server that serves one.  Returns the
+# status of the last try; 0 for an rping that did all its pings and then
+# lost its exit race (rping_exit_race).
 connect_retry() {
 	local tries=$1 out=$2 rc i
 
@@ -239,7 +249,14 @@ connect_retry() {
 		fi
 		grep -qE -e 'REJECTED|UNREACHABLE|ADDR_ERROR|ROUTE_ERROR' \
 			-e 'Unable to perform rdma_client' "$out" || return $rc
+		if crashed "$rc"; then
+			echo "# try $i: not connected, and the client crashed" \
+				"(status $rc): not tried again"
+			tail -n 3 "$out" | sed -e 's/^/#   /'
+			return $rc
+		fi
 		echo "# try $i: not connected (status $rc)"
+		tail -n 2 "$out" | sed -e 's/^/#   /'
 		sleep "$VM_TIME_SCALE"
 	done
 	return $rc
