@@ -83,12 +83,6 @@ stuck_in_kernel() {
 }
 
 port=7400
-# serving PORT PID: the server PID listens on PORT or has given up (a
-# failed listen is reported and ends the server: no need to wait more).
-serving() {
-	cm_listening "$1" || ! kill -0 "$2" 2> /dev/null
-}
-
 # run_connect OUT: an rping pair on a new port; status 0 = 3 pings done.
 run_connect() {
 	local out=$1 server rc
@@ -96,7 +90,7 @@ run_connect() {
 	port=$((port + 1))
 	bg_with_timeout 90 rping -s -a "$MY_IP" -p "$port" -C 3 > "$out.s" 2>&1
 	server=$!
-	wait_until 10 serving "$port" "$server"
+	wait_until 10 cm_listening_or_gone "$port" "$server"
 	bounded 60 "$out" rping -c -v -a "$MY_IP" -p "$port" -C 3
 	rc=$?
 	rping_exit_race "$rc" "$out" rping -v -C 3 && rc=0
@@ -124,7 +118,7 @@ run_sidr() {
 
 	bg_with_timeout 90 udaddy -b "$MY_IP" -c 1 -C 3 > "$out.s" 2>&1
 	server=$!
-	wait_until 10 serving 7174 "$server"
+	wait_until 10 cm_listening_or_gone 7174 "$server"
 	bounded 60 "$out" udaddy -s "$MY_IP" -c 1 -C 3
 	rc=$?
 	kill "$server" 2> /dev/null
