@@ -2650,6 +2650,11 @@ static enum cm_rx_verdict cm_lap_decide(struct cm_id_private *priv,
 	}
 	if (lap != IB_CM_LAP_UNINIT && lap != IB_CM_LAP_IDLE)
 		return CM_RX_DROP;
+	/*
+	 * The LAP's sender is answered where it spoke from, but the
+	 * connection's ack timeout, which TimeWait lasts for, stays.
+	 */
+	x->wcd.timeout = priv->av.timeout;
 	cm_av_publish(priv, &priv->av, &x->wcd);
 	cm_av_publish(priv, &priv->alt_av, &x->ad);
 	priv->id.lap_state = IB_CM_LAP_RCVD;

@@ -1763,6 +1763,47 @@ out:
 	IBST_EXPECT(rx_lap_switch(false));
 }
 
+/* @id's primary ack timeout, the one its TimeWait lasts for. */
+static u8 rx_av_timeout(struct ib_cm_id *id)
+{
+	struct cm_id_private *priv = container_of(id, struct cm_id_private, id);
+	u8 timeout;
+
+	spin_lock_irq(&priv->lock);
+	timeout = priv->av.timeout;
+	spin_unlock_irq(&priv->lock);
+	return timeout;
+}
+
+/*
+ * A LAP moves the primary AV to the port and source the LAP came from,
+ * but not its ack timeout: after the peer's DREQ and our DREP the ID
+ * stays in TimeWait for as long as it would have without the LAP (about
+ * 4 s for the REQ's ack timeout of 20), not for 1 ms.
+ */
+static void lap_keeps_timewait_length(void)
+{
+	struct rx_passive c = {};
+	struct rx_event e = {};
+	u8 timeout;
+
+	if (!rx_established(&c, true))
+		goto out;
+	timeout = rx_av_timeout(c.id);
+	IBST_EXPECT_EQ(timeout, 20);
+	IBST_EXPECT(rx_lap_first(&c, &e));
+	if (ibst_case_failed())
+		goto out;
+	IBST_EXPECT_EQ(rx_av_timeout(c.id), timeout);
+	RX_EXPECT_PEER_DREQ(&c, 'D', NULL);
+	IBST_EXPECT_EQ(ib_send_cm_drep(c.id, NULL, 0), 0);
+	msleep(RX_QUIET_MS);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_TIMEWAIT);
+	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_TIMEWAIT_EXIT, NULL), 0);
+out:
+	rx_established_end(&c);
+}
+
 /* A LAP repeated while the consumer works on the first is only counted. */
 static void lap_repeat_counted_and_dropped(void)
 {
@@ -2956,6 +2997,7 @@ static const struct ibst_case cm_rx_cases[] = {
 	IBST_CASE(notify_path_mig),
 	IBST_CASE(lap_apr_dropped_on_roce),
 	IBST_CASE(lap_event_alt_path_and_qp_attr),
+	IBST_CASE(lap_keeps_timewait_length),
 	IBST_CASE(lap_repeat_counted_and_dropped),
 	IBST_CASE(lap_mra_sent_and_repeated),
 	IBST_CASE(lap_outside_established_dropped),
