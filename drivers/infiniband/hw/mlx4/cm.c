@@ -292,12 +292,19 @@ VISIBLE_IF_PVCM_TEST __be64 pvcm_req_dest_if_id(const struct ib_mad *mad)
 	return gid.global.interface_id;
 }
 
+/*
+ * A CM message is a Send of MAD base version 1 (ib_cm registers for no
+ * other method).  Anything else is refused before its method can matter:
+ * mad.c takes the slave of a MAD with the response bit from its TID.
+ */
 static int pvcm_check_mad(const struct ib_mad *mad, size_t len)
 {
 	if (len < sizeof(*mad))
 		return -EMSGSIZE;
-	if (mad->mad_hdr.mgmt_class != IB_MGMT_CLASS_CM ||
-	    mad->mad_hdr.class_version != PVCM_CM_CLASS_VERSION)
+	if (mad->mad_hdr.base_version != IB_MGMT_BASE_VERSION ||
+	    mad->mad_hdr.mgmt_class != IB_MGMT_CLASS_CM ||
+	    mad->mad_hdr.class_version != PVCM_CM_CLASS_VERSION ||
+	    mad->mad_hdr.method != IB_MGMT_METHOD_SEND)
 		return -EPROTO;
 	return 0;
 }

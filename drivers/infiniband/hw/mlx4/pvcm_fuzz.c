@@ -278,6 +278,15 @@ static void f_pool_add_conn(u32 pv, u32 peer)
 
 /* ---- counted calls ------------------------------------------------------- */
 
+/* the header of a CM message: a Send of class version 2, base version 1 */
+static bool f_cm_header_ok(const struct ib_mad *mad)
+{
+	return mad->mad_hdr.base_version == IB_MGMT_BASE_VERSION &&
+	       mad->mad_hdr.mgmt_class == IB_MGMT_CLASS_CM &&
+	       mad->mad_hdr.class_version == PVCM_CM_CLASS_VERSION &&
+	       mad->mad_hdr.method == IB_MGMT_METHOD_SEND;
+}
+
 static bool f_errno_ok(int ret)
 {
 	switch (ret) {
@@ -343,8 +352,7 @@ static int f_call_dmx(bool roce, int *slave, int port, struct ib_mad *mad,
 		      size_t len, bool public)
 {
 	bool req = len >= sizeof(*mad) && f_attr_is(mad, CM_REQ_ATTR_ID) &&
-		   mad->mad_hdr.mgmt_class == IB_MGMT_CLASS_CM &&
-		   mad->mad_hdr.class_version == PVCM_CM_CLASS_VERSION;
+		   f_cm_header_ok(mad);
 	int ret;
 
 	f_note_ctx(roce ? "demux-roce" : "demux-ib", *slave, port, mad, len);
@@ -1102,8 +1110,12 @@ static void f_mutate(struct ib_mad *mad, size_t *len)
 				f_below(4) : f_u32();
 			break;
 		case 10:
-			mad->mad_hdr.base_version = f_u32();
-			mad->mad_hdr.method = f_u32();
+			if (f_chance(50))
+				mad->mad_hdr.base_version = f_u32();
+			else
+				mad->mad_hdr.method = f_chance(50) ?
+					IB_MGMT_METHOD_SEND |
+					IB_MGMT_METHOD_RESP : f_u32();
 			break;
 		case 11:
 			mad->mad_hdr.mgmt_class = f_chance(50) ?
@@ -1141,8 +1153,7 @@ static int f_expect(const struct ib_mad *mad, bool out, bool roce, int slave,
 		return -EINVAL;
 	if (len < sizeof(*mad))
 		return -EMSGSIZE;
-	if (mad->mad_hdr.mgmt_class != IB_MGMT_CLASS_CM ||
-	    mad->mad_hdr.class_version != PVCM_CM_CLASS_VERSION)
+	if (!f_cm_header_ok(mad))
 		return -EPROTO;
 	if (!f_cm_attr(mad))
 		return -EINVAL;

@@ -1541,6 +1541,44 @@ static void malformed_dropped_counted(void)
 	t_settle();
 }
 
+/*
+ * Every CM message is a Send of MAD base version 1: a GetResp-looking
+ * SIDR_REQ from the wire (whose TID byte would pick any slave, mad.c
+ * reading it as a response's) and a VF's REQ of another method or base
+ * version are dropped before they map anything or leave a route.
+ */
+static void cm_mad_is_a_send(void)
+{
+	const int s = 4, far = 100;
+	struct mlx4_ib_pvcm_stats before = t_stats(s), far_before = t_stats(far);
+	long dev_before = atomic_long_read(&t_pv->dropped);
+	struct ib_mad mad, orig;
+
+	t_mad(&mad, CM_SIDR_REQ_ATTR_ID, 0x5d1, 0);
+	mad.mad_hdr.method = IB_MGMT_METHOD_GET_RESP;
+	orig = mad;
+	IBST_EXPECT_EQ(t_dmx_to(&mad, far), -EPROTO);
+	IBST_EXPECT_MEMEQ(&mad, &orig, sizeof(mad));
+	IBST_EXPECT_EQ(t_stats(far).routes, far_before.routes);
+	t_mad(&mad, CM_SIDR_REQ_ATTR_ID, 0x5d2, 0);
+	mad.mad_hdr.method = IB_MGMT_METHOD_SEND | IB_MGMT_METHOD_RESP;
+	IBST_EXPECT_EQ(t_dmx_to(&mad, s), -EPROTO);
+	IBST_EXPECT_EQ(t_stats(s).routes, before.routes);
+
+	t_mad(&mad, CM_REQ_ATTR_ID, 0x5d3, 0);
+	mad.mad_hdr.method = IB_MGMT_METHOD_GET;
+	IBST_EXPECT_EQ(t_mux(s, &mad), -EPROTO);
+	IBST_EXPECT_EQ(t_local(&mad), 0x5d3);
+	t_mad(&mad, CM_REQ_ATTR_ID, 0x5d4, 0);
+	mad.mad_hdr.base_version = OPA_MGMT_BASE_VERSION;
+	IBST_EXPECT_EQ(t_mux(s, &mad), -EPROTO);
+	IBST_EXPECT_EQ(t_stats(s).allocated, before.allocated);
+	/* a wire MAD refused before its slave is known counts for the device */
+	IBST_EXPECT_EQ(t_stats(s).dropped - before.dropped, 2);
+	IBST_EXPECT_EQ(atomic_long_read(&t_pv->dropped) - dev_before, 2);
+	t_settle();
+}
+
 /* ------------------------------------------------------------------ */
 /* Fail-nth sweeps                                                     */
 
@@ -2127,6 +2165,7 @@ static const struct ibst_case t_cases[] = {
 	IBST_CASE(cap_fresh_after_vf_reset),
 	IBST_CASE(rej_timeout_two_peers),
 	IBST_CASE(malformed_dropped_counted),
+	IBST_CASE(cm_mad_is_a_send),
 	IBST_CASE(pending_timeout_param_validated),
 	IBST_CASE(vf_rej_timeout_unmapped_maps_nothing),
 	IBST_CASE(fail_nth_multiplex),
