@@ -83,7 +83,7 @@ MODULE_PARM_DESC(pvcm_pending_timeout,
 VISIBLE_IF_PVCM_TEST unsigned int pvcm_max_routes = 4096;
 module_param(pvcm_max_routes, uint, 0644);
 MODULE_PARM_DESC(pvcm_max_routes,
-		 "PV-CM: max remembered incoming requests per VF, the VF's oldest is forgotten first, 0 = no limit (default 4096)");
+		 "PV-CM: max remembered incoming requests per VF and kind (REQ, its answer, SIDR_REQ), the VF's oldest of that kind is forgotten first, 0 = no limit (default 4096)");
 
 #ifdef MLX4_IB_PVCM_TEST_HOOKS
 /*
@@ -806,13 +806,16 @@ static bool pvcm_accept(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e,
 }
 
 /*
- * The FIFO of a route: REQ routes (for REJ(timeout), kept for every REQ,
- * answered or not) have their own, so that a VF accepting many
- * connections keeps the routes its answers need.
+ * The FIFO of a route: each kind has its own.  REQ routes (for
+ * REJ(timeout), kept for every REQ, answered or not) do not push out the
+ * routes a VF accepting many connections needs for its answers, nor do
+ * SIDR_REQs, which another VF can send it through the wire (no GID of
+ * theirs tells the multiplex handler whom they are for).
  */
 VISIBLE_IF_PVCM_TEST unsigned int pvcm_route_list(const struct pvcm_route *r)
 {
-	return r->key.kind == PVCM_ROUTE_REQ;
+	BUILD_BUG_ON(PVCM_ROUTE_KINDS != PVCM_ROUTE_LISTS);
+	return r->key.kind;
 }
 
 static void pvcm_route_free(struct mlx4_ib_pvcm *pv, struct pvcm_route *r)
@@ -1894,13 +1897,15 @@ static void pvcm_slave_stats(struct mlx4_ib_pvcm *pv, int slave,
 			     struct mlx4_ib_pvcm_stats *st)
 {
 	struct mlx4_ib_pvcm_slave *s = &pv->slaves[slave];
+	int i;
 
 	lockdep_assert_held(&pv->lock);
 	st->live += s->nr_live;
 	st->timewait += s->nr_timewait;
 	st->allocated += s->allocated;
 	st->freed += s->freed;
-	st->routes += s->nr_routes[0] + s->nr_routes[1];
+	for (i = 0; i < PVCM_ROUTE_LISTS; i++)
+		st->routes += s->nr_routes[i];
 	st->dropped += atomic_long_read(&s->dropped);
 	st->cap_hits += atomic_long_read(&s->cap_hits);
 }
@@ -2041,7 +2046,7 @@ static void pvcm_debugfs_init(struct mlx4_ib_dev *dev)
 void mlx4_ib_cm_paravirt_init(struct mlx4_ib_dev *dev)
 {
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
-	int i;
+	int i, j;
 
 	memset(pv, 0, sizeof(*pv));
 	spin_lock_init(&pv->lock);
@@ -2059,8 +2064,8 @@ void mlx4_ib_cm_paravirt_init(struct mlx4_ib_dev *dev)
 		INIT_LIST_HEAD(&pv->slaves[i].pending);
 		INIT_LIST_HEAD(&pv->slaves[i].established);
 		INIT_LIST_HEAD(&pv->slaves[i].timewait);
-		INIT_LIST_HEAD(&pv->slaves[i].routes[0]);
-		INIT_LIST_HEAD(&pv->slaves[i].routes[1]);
+		for (j = 0; j < PVCM_ROUTE_LISTS; j++)
+			INIT_LIST_HEAD(&pv->slaves[i].routes[j]);
 	}
 	if (rhashtable_init(&pv->sl_ids, &pvcm_sl_params))
 		goto err_slaves;

@@ -24,8 +24,8 @@
 struct dentry;
 struct mlx4_ib_dev;
 
-/* per VF: the routes answers need (REQ answers, SIDR), and REQ routes */
-#define PVCM_ROUTE_LISTS	2
+/* per VF, one FIFO per kind of route: REQ, SIDR_REQ, a REQ's answer */
+#define PVCM_ROUTE_LISTS	3
 
 /**
  * struct mlx4_ib_pvcm_slave - per-VF part of the PV-CM id cache

@@ -1511,7 +1511,7 @@ static void f_reap(bool all)
 {
 	struct mlx4_ib_pvcm_slave *s;
 	u32 now = jiffies;
-	int i;
+	int i, j;
 
 	flush_work(&t_pv->clean_work);
 	spin_lock(&t_pv->lock);
@@ -1519,8 +1519,8 @@ static void f_reap(bool all)
 		s = &t_pv->slaves[i];
 		f_expire_list(&s->pending, now, all);
 		f_expire_list(&s->timewait, now, all);
-		f_expire_routes(&s->routes[0], now, all);
-		f_expire_routes(&s->routes[1], now, all);
+		for (j = 0; j < PVCM_ROUTE_LISTS; j++)
+			f_expire_routes(&s->routes[j], now, all);
 	}
 	pvcm_arm(t_pv, now);
 	spin_unlock(&t_pv->lock);

@@ -108,6 +108,7 @@ enum pvcm_route_kind {
 	PVCM_ROUTE_REQ,		/* an incoming REQ, for REJ(timeout) */
 	PVCM_ROUTE_SIDR,	/* an incoming SIDR_REQ, for the VF's SIDR_REP */
 	PVCM_ROUTE_ANSWER,	/* an incoming REQ, for the VF's answer */
+	PVCM_ROUTE_KINDS
 };
 
 /*

@@ -922,6 +922,48 @@ static void routes_cost_their_vf_only(void)
 	t_settle();
 }
 
+/*
+ * SIDR_REQs to a VF, from the wire or from another VF through the wire
+ * (the multiplex handler cannot tell a SIDR_REQ's receiver: it names no
+ * GID), push out only that VF's older SIDR routes: the route a REQ still
+ * waiting for the VF's answer needs is kept.
+ */
+static void sidr_requests_keep_answer_routes(void)
+{
+	unsigned int max = READ_ONCE(pvcm_max_routes);
+	const int b = 12, c = 13;
+	int i, err, errs = 0;
+	struct ib_mad mad;
+	u32 pv, first = 0;
+
+	WRITE_ONCE(pvcm_max_routes, 8);
+	t_req_in(&mad, 0xc0b, T_PEER_GUID_B, b);
+	IBST_EXPECT_EQ(t_dmx_to(&mad, b), 0);
+	for (i = 0; i < 20; i++) {
+		pv = t_out(c, CM_SIDR_REQ_ATTR_ID, 0x7000 + i, 0, &err);
+		errs += !!err;
+		first = first ?: pv;
+		t_mad(&mad, CM_SIDR_REQ_ATTR_ID, pv, 0);
+		errs += t_dmx_to(&mad, b) != 0;
+	}
+	IBST_EXPECT_EQ(errs, 0);
+	/* a REQ route, the REQ's answer route and 8 SIDR routes */
+	IBST_EXPECT_EQ(t_stats(b).routes, 10);
+	t_out(b, CM_REP_ATTR_ID, 0xc01, 0xc0b, &err);
+	IBST_EXPECT_EQ(err, 0);
+	/* the newest SIDR_REQ can still be answered, the oldest no longer */
+	t_mad(&mad, CM_SIDR_REP_ATTR_ID, pv, 0);
+	IBST_EXPECT_EQ(t_mux(b, &mad), 0);
+	t_mad(&mad, CM_SIDR_REP_ATTR_ID, first, 0);
+	IBST_EXPECT_EQ(t_mux(b, &mad), -ENOENT);
+	WRITE_ONCE(pvcm_max_routes, max);
+
+	t_out(b, CM_DREQ_ATTR_ID, 0xc01, 0xc0b, &err);
+	IBST_EXPECT_EQ(err, 0);
+	mlx4_ib_cm_paravirt_clean(t_dev, c);
+	t_settle();
+}
+
 /* a VF's SIDR_REP only answers a SIDR_REQ that was delivered to it */
 static void vf_sidr_rep_only_for_delivered_req(void)
 {
@@ -2152,6 +2194,7 @@ static const struct ibst_case t_cases[] = {
 	IBST_CASE(vf_rej_unmapped_only_rejects_req),
 	IBST_CASE(vf_answers_only_delivered_req),
 	IBST_CASE(routes_cost_their_vf_only),
+	IBST_CASE(sidr_requests_keep_answer_routes),
 	IBST_CASE(vf_sidr_rep_only_for_delivered_req),
 	IBST_CASE(request_names_no_receiver),
 	IBST_CASE(wire_teardown_only_from_peer),
