@@ -117,7 +117,7 @@ static struct r_end *r_end_of(unsigned int s, unsigned int conn,
 	return &r_ends[(s * R_NR_CONNS + conn) * 2 + end];
 }
 
-/* the one mad.c function cm.c calls: GID interface id -> slave */
+/* the mad.c functions cm.c calls: GID interface id -> slave */
 int mlx4_ib_find_real_gid(struct ib_device *ibdev, u32 port, __be64 guid)
 {
 	u64 id = be64_to_cpu(guid);
@@ -125,6 +125,13 @@ int mlx4_ib_find_real_gid(struct ib_device *ibdev, u32 port, __be64 guid)
 	if (port != R_PORT || id <= R_VF_GID || id > R_VF_GID + R_VFS)
 		return -1;
 	return id - R_VF_GID;
+}
+
+/* and the partition check: one partition, every VF a member */
+bool mlx4_ib_slave_has_pkey(struct mlx4_ib_dev *dev, int slave, u32 port,
+			    u16 pkey_index)
+{
+	return pkey_index == 0;
 }
 
 /* count a failure; print the first few */
@@ -405,7 +412,7 @@ static void r_recv(const struct replay_msg *m, struct r_end *to,
 	slave = m->attr == CM_SIDR_REQ_ATTR_ID ? to->slave : -1;
 	r_get_ids(mad, &wire_local, &remote);
 	r_nr_demux++;
-	ret = mlx4_ib_demux_cm_handler(&r_dev->ib_dev, R_PORT, &slave, mad);
+	ret = mlx4_ib_demux_cm_handler(&r_dev->ib_dev, R_PORT, &slave, 0, mad);
 	R_EXPECT_EQ(m, "demux status", ret, 0);
 	if (ret)
 		return;
@@ -640,7 +647,7 @@ static void r_check_stale(void)
 	r_build(&mad, m, m->local_id, vf->pv_id, 0, 0);
 	R_EXPECT_EQ(m, "demux of an ended connection",
 		    mlx4_ib_demux_cm_handler(&r_dev->ib_dev, R_PORT, &slave,
-					     &mad), -ENOENT);
+					     0, &mad), -ENOENT);
 	/* the VF disconnects again */
 	dreq = *m;
 	dreq.attr = CM_DREQ_ATTR_ID;

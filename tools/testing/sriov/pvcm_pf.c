@@ -236,7 +236,17 @@ static bool pf_is_wire(const struct net_device *dev)
 }
 
 /*
- * The one mad.c function cm.c calls: the slave that owns a GID of the
+ * mad.c's partition check: rdma_rxe has the default partition only, at
+ * P_Key index 0, and every VF is a member of it.
+ */
+bool mlx4_ib_slave_has_pkey(struct mlx4_ib_dev *dev, int slave, u32 port,
+			    u16 pkey_index)
+{
+	return pkey_index == 0;
+}
+
+/*
+ * The other mad.c function cm.c calls: the slave that owns a GID of the
  * port.  A VF's RoCEv2 GID over IPv4 is ::ffff:a.b.c.d, its interface id
  * 0000:ffff:aabb:ccdd; the slave is the VF whose interface the address
  * is routed to.
@@ -391,11 +401,11 @@ static bool pf_handle(struct pf_pkt *p, struct ib_mad *mad)
 		return true;
 	if (!pf_ib_mode) {
 		ret = mlx4_ib_demux_cm_handler_to_slave(ibdev, PF_PORT, p->to,
-							mad);
+							0, mad);
 	} else {
 		/* mad.c's GRH guess, used for a SIDR_REQ */
 		slave = p->to;
-		ret = mlx4_ib_demux_cm_handler(ibdev, PF_PORT, &slave, mad);
+		ret = mlx4_ib_demux_cm_handler(ibdev, PF_PORT, &slave, 0, mad);
 		if (!ret && slave != p->to) {
 			pf_count(PF_DROP_MISROUTED);
 			return false;

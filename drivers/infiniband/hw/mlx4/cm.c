@@ -1521,6 +1521,7 @@ out:
 }
 
 #define PVCM_NOT_ASKED	"answers a REQ this VF did not get"
+#define PVCM_NOT_MEMBER	"slave not in the MAD's partition"
 
 /*
  * A VF's REQ to another VF of this master comes back in through the demux
@@ -1638,7 +1639,8 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 }
 
 static noinline int pvcm_demux_new(struct mlx4_ib_dev *dev, int port,
-				   int *slave, bool fixed, struct ib_mad *mad)
+				   u16 pkey_index, int *slave, bool fixed,
+				   struct ib_mad *mad)
 {
 	u32 comm_id = pvcm_get_first(mad);
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
@@ -1654,6 +1656,8 @@ static noinline int pvcm_demux_new(struct mlx4_ib_dev *dev, int port,
 	if (pvcm_is_attr(mad, CM_SIDR_REQ_ATTR_ID)) {
 		if (*slave < 0 || *slave >= MLX4_MFUNC_MAX)
 			return 0;
+		if (!mlx4_ib_slave_has_pkey(dev, *slave, port, pkey_index))
+			return pvcm_drop(dev, -1, -EPERM, mad, PVCM_NOT_MEMBER);
 		key.comm_id = comm_id;
 		key.kind = PVCM_ROUTE_SIDR;
 		key.slave = *slave;
@@ -1672,6 +1676,13 @@ static noinline int pvcm_demux_new(struct mlx4_ib_dev *dev, int port,
 		if (s < 0 || s >= MLX4_MFUNC_MAX)
 			return pvcm_drop(dev, -1, -ENOENT, mad,
 					 "no slave owns the GID");
+	}
+	if (!mlx4_ib_slave_has_pkey(dev, s, port, pkey_index)) {
+		/* the multiplex of a VF's REQ to it noted this route first */
+		pvcm_route_forget(pv, port, comm_id, s);
+		return pvcm_drop(dev, -1, -EPERM, mad, PVCM_NOT_MEMBER);
+	}
+	if (!fixed) {
 		*slave = s;
 		key.ca_guid = pvcm_req_guid(mad);
 		key.comm_id = comm_id;
@@ -1726,7 +1737,7 @@ static bool pvcm_from_peer(struct pvcm_entry *e, const struct ib_mad *mad,
  * of a REQ still has a route (IB: the REQ's GID chose the slave).
  */
 static __cold int pvcm_demux_unknown(struct mlx4_ib_dev *dev, int port,
-				     int *slave, bool fixed,
+				     u16 pkey_index, int *slave, bool fixed,
 				     const struct ib_mad *mad)
 {
 	int s;
@@ -1735,6 +1746,8 @@ static __cold int pvcm_demux_unknown(struct mlx4_ib_dev *dev, int port,
 		s = pvcm_route_lookup(&dev->sriov.pvcm, port,
 				      pvcm_get_first(mad),
 				      pvcm_rej_guid(mad));
+		if (s >= 0 && !mlx4_ib_slave_has_pkey(dev, s, port, pkey_index))
+			return pvcm_drop(dev, -1, -EPERM, mad, PVCM_NOT_MEMBER);
 		if (s >= 0) {
 			*slave = s;
 			return 0;
@@ -1746,10 +1759,15 @@ static __cold int pvcm_demux_unknown(struct mlx4_ib_dev *dev, int port,
 /*
  * @fixed: the caller chose *@slave (RoCE, by GID) and the MAD may only
  * reach an entry of that slave; otherwise *@slave is set from the entry.
+ * @pkey_index: where the MAD's P_Key is in the port's table.  mad.c
+ * delivers a MAD only to a member of its partition, and that is checked
+ * after this handler: a MAD the VF would not get must not act on its
+ * entries or routes either (a node of another partition could otherwise
+ * take the VF's pending connection over, unseen by the VF).
  */
 VISIBLE_IF_PVCM_TEST int
-pvcm_demux(struct mlx4_ib_dev *dev, int port, int *slave, bool fixed,
-	   struct ib_mad *mad, size_t len)
+pvcm_demux(struct mlx4_ib_dev *dev, int port, u16 pkey_index, int *slave,
+	   bool fixed, struct ib_mad *mad, size_t len)
 {
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
 	const struct pvcm_policy *pol;
@@ -1768,7 +1786,7 @@ pvcm_demux(struct mlx4_ib_dev *dev, int port, int *slave, bool fixed,
 	if (!pol || pol->in == PVCM_IN_DROP)
 		return pvcm_drop(dev, -1, -EINVAL, mad, "unknown attribute");
 	if (pol->in == PVCM_IN_NEW)
-		return pvcm_demux_new(dev, port, slave, fixed, mad);
+		return pvcm_demux_new(dev, port, pkey_index, slave, fixed, mad);
 
 	/* every other message names its receiver */
 	sidr_rep = pvcm_is_attr(mad, CM_SIDR_REP_ATTR_ID);
@@ -1779,10 +1797,14 @@ pvcm_demux(struct mlx4_ib_dev *dev, int port, int *slave, bool fixed,
 	e = pvcm_find_pv(pv, pv_cm_id);
 	if (!e || !pvcm_usable(pv, e)) {
 		rcu_read_unlock();
-		return pvcm_demux_unknown(dev, port, slave, fixed, mad);
+		return pvcm_demux_unknown(dev, port, pkey_index, slave, fixed,
+					  mad);
 	}
 	if (fixed && e->key.slave != *slave) {
 		why = "pv id of another slave";
+	} else if (!mlx4_ib_slave_has_pkey(dev, e->key.slave, port,
+					   pkey_index)) {
+		why = PVCM_NOT_MEMBER;
 	} else if (!pvcm_from_peer(e, mad, sidr_rep)) {
 		why = "not from the connection's peer";
 	} else {
@@ -1819,17 +1841,20 @@ int mlx4_ib_multiplex_cm_handler(struct ib_device *ibdev, int port,
  * @port: port the MAD arrived on
  * @slave: in: the VF mad.c picked from the GRH (used for a SIDR_REQ);
  *	out: the destination VF
+ * @pkey_index: the P_Key index the MAD arrived with (the work
+ *	completion's); a VF that is no member of that partition is not
+ *	acted for (mlx4_ib_slave_has_pkey())
  * @mad: the MAD; its remote comm id is rewritten in place
  *
  * Context: process context, may sleep.
  * Return: 0 to deliver the MAD, a negative errno to drop it.
  */
 int mlx4_ib_demux_cm_handler(struct ib_device *ibdev, int port, int *slave,
-			     struct ib_mad *mad)
+			     u16 pkey_index, struct ib_mad *mad)
 {
 	if (!slave)
 		return pvcm_drop(to_mdev(ibdev), -1, -EINVAL, mad, "no slave");
-	return pvcm_demux(to_mdev(ibdev), port, slave, false, mad,
+	return pvcm_demux(to_mdev(ibdev), port, pkey_index, slave, false, mad,
 			  sizeof(*mad));
 }
 
@@ -1838,6 +1863,8 @@ int mlx4_ib_demux_cm_handler(struct ib_device *ibdev, int port, int *slave,
  * @ibdev: the master's IB device
  * @port: port the MAD arrived on
  * @slave: the VF the caller delivers the MAD to (RoCE: by destination GID)
+ * @pkey_index: the P_Key index the MAD arrived with, as for
+ *	mlx4_ib_demux_cm_handler()
  * @mad: the MAD; its remote comm id is rewritten in place
  *
  * A MAD whose pv_cm_id belongs to another VF is dropped unchanged.
@@ -1846,11 +1873,12 @@ int mlx4_ib_demux_cm_handler(struct ib_device *ibdev, int port, int *slave,
  * Return: 0 to deliver the MAD to @slave, a negative errno to drop it.
  */
 int mlx4_ib_demux_cm_handler_to_slave(struct ib_device *ibdev, int port,
-				      int slave, struct ib_mad *mad)
+				      int slave, u16 pkey_index,
+				      struct ib_mad *mad)
 {
 	if (slave < 0 || slave >= MLX4_MFUNC_MAX)
 		return pvcm_drop(to_mdev(ibdev), -1, -EINVAL, mad, "bad slave");
-	return pvcm_demux(to_mdev(ibdev), port, &slave, true, mad,
+	return pvcm_demux(to_mdev(ibdev), port, pkey_index, &slave, true, mad,
 			  sizeof(*mad));
 }
 

@@ -211,8 +211,8 @@ bool pvcm_req_delivered(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
 void pvcm_event(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e, u8 ev);
 int pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave,
 		   struct ib_mad *mad, size_t len);
-int pvcm_demux(struct mlx4_ib_dev *dev, int port, int *slave, bool fixed,
-	       struct ib_mad *mad, size_t len);
+int pvcm_demux(struct mlx4_ib_dev *dev, int port, u16 pkey_index, int *slave,
+	       bool fixed, struct ib_mad *mad, size_t len);
 
 #endif /* MLX4_IB_PVCM_TEST_HOOKS */
 

@@ -107,7 +107,7 @@ static int t_mux(int slave, struct ib_mad *mad)
 static int t_dmx(struct ib_mad *mad, int *slave)
 {
 	*slave = -1;
-	return mlx4_ib_demux_cm_handler(&t_dev->ib_dev, T_PORT, slave, mad);
+	return mlx4_ib_demux_cm_handler(&t_dev->ib_dev, T_PORT, slave, 0, mad);
 }
 
 /* a MAD for which the caller (mad.c, from the GRH) already chose @slave */
@@ -115,16 +115,23 @@ static int t_dmx_to(struct ib_mad *mad, int slave)
 {
 	int to = slave, err;
 
-	err = mlx4_ib_demux_cm_handler(&t_dev->ib_dev, T_PORT, &to, mad);
+	err = mlx4_ib_demux_cm_handler(&t_dev->ib_dev, T_PORT, &to, 0, mad);
 	IBST_EXPECT_EQ(to, slave);
 	return err;
+}
+
+/* a MAD that arrived with the P_Key at @pkey_index of the port's table */
+static int t_dmx_pkey(struct ib_mad *mad, int *slave, u16 pkey_index)
+{
+	return mlx4_ib_demux_cm_handler(&t_dev->ib_dev, T_PORT, slave,
+					pkey_index, mad);
 }
 
 /* RoCE: mad.c delivers to the slave of the destination GID */
 static int t_dmx_roce(struct ib_mad *mad, int slave)
 {
 	return mlx4_ib_demux_cm_handler_to_slave(&t_dev->ib_dev, T_PORT,
-						 slave, mad);
+						 slave, 0, mad);
 }
 
 static struct mlx4_ib_pvcm_stats t_stats(int slave)
@@ -992,6 +999,66 @@ static void vf_sidr_rep_only_for_delivered_req(void)
 	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
 	IBST_EXPECT_EQ(to, a);
 	IBST_EXPECT_EQ(t_remote(&mad), 0x881);
+	t_settle();
+}
+
+/*
+ * mad.c delivers a MAD only to a member of its partition, and checks
+ * that after the handler: a MAD of a partition the VF is not in must not
+ * bind the VF's pending connection to a stranger, end it, or leave a
+ * route the VF could answer, in IB or RoCE mode.
+ */
+static void foreign_partition_acts_not(void)
+{
+	/* even slaves are members of PVCM_T_PKEY_EVEN, odd ones not */
+	const int a = 14, b = 15, c = 16;
+	struct mlx4_ib_pvcm_stats before = t_stats(b);
+	struct ib_mad mad, orig;
+	int err, to = -1;
+	u32 pv;
+
+	pv = t_out(a, CM_REQ_ATTR_ID, 0xe01, 0, &err);
+	IBST_EXPECT_EQ(err, 0);
+	t_mad(&mad, CM_REP_ATTR_ID, 0xbad, pv);
+	orig = mad;
+	IBST_EXPECT_EQ(t_dmx_pkey(&mad, &to, PVCM_T_PKEY_FOREIGN), -EPERM);
+	IBST_EXPECT_MEMEQ(&mad, &orig, sizeof(mad));
+	t_rej(&mad, 0xbad, pv, IB_CM_REJ_CONSUMER_DEFINED, NULL);
+	IBST_EXPECT_EQ(t_dmx_pkey(&mad, &to, PVCM_T_PKEY_FOREIGN), -EPERM);
+	t_mad(&mad, CM_MRA_ATTR_ID, 0xbad, pv);
+	IBST_EXPECT_EQ(mlx4_ib_demux_cm_handler_to_slave(&t_dev->ib_dev,
+							 T_PORT, a,
+							 PVCM_T_PKEY_FOREIGN,
+							 &mad), -EPERM);
+	/* the peer's REP, in a partition of a's, still makes the connection */
+	t_mad(&mad, CM_REP_ATTR_ID, 0x9e1, pv);
+	IBST_EXPECT_EQ(t_dmx_pkey(&mad, &to, PVCM_T_PKEY_EVEN), 0);
+	IBST_EXPECT_EQ(to, a);
+	IBST_EXPECT_EQ(t_remote(&mad), 0xe01);
+
+	/* a REQ and a SIDR_REQ for b from outside its partitions */
+	t_req_in(&mad, 0xe02, T_PEER_GUID_A, b);
+	IBST_EXPECT_EQ(t_dmx_pkey(&mad, &to, PVCM_T_PKEY_EVEN), -EPERM);
+	t_mad(&mad, CM_SIDR_REQ_ATTR_ID, 0xe03, 0);
+	to = b;
+	IBST_EXPECT_EQ(t_dmx_pkey(&mad, &to, PVCM_T_PKEY_EVEN), -EPERM);
+	IBST_EXPECT_EQ(t_stats(b).routes, before.routes);
+	t_out(b, CM_REP_ATTR_ID, 0xb0e, 0xe02, &err);
+	IBST_EXPECT_EQ(err, -EPERM);
+	t_mad(&mad, CM_SIDR_REP_ATTR_ID, 0xe03, 0);
+	IBST_EXPECT_EQ(t_mux(b, &mad), -ENOENT);
+
+	/* nor one from c, a VF of the master, whose multiplex saw it first */
+	t_req_in(&mad, 0xe04, T_PEER_GUID_A, b);
+	IBST_EXPECT_EQ(t_mux(c, &mad), 0);
+	pv = t_local(&mad);
+	IBST_EXPECT_EQ(t_dmx_pkey(&mad, &to, PVCM_T_PKEY_EVEN), -EPERM);
+	t_out(b, CM_REP_ATTR_ID, 0xb0f, pv, &err);
+	IBST_EXPECT_EQ(err, -EPERM);
+	mlx4_ib_cm_paravirt_clean(t_dev, c);
+
+	t_out(a, CM_DREQ_ATTR_ID, 0xe01, 0x9e1, &err);
+	IBST_EXPECT_EQ(err, 0);
 	t_settle();
 }
 
@@ -2197,6 +2264,7 @@ static const struct ibst_case t_cases[] = {
 	IBST_CASE(sidr_requests_keep_answer_routes),
 	IBST_CASE(vf_sidr_rep_only_for_delivered_req),
 	IBST_CASE(request_names_no_receiver),
+	IBST_CASE(foreign_partition_acts_not),
 	IBST_CASE(wire_teardown_only_from_peer),
 	IBST_CASE(peer_known_before_published),
 	IBST_CASE(roce_demux_stays_with_gid_slave),

@@ -22,8 +22,9 @@ static struct mlx4_dev *t_mdev;
 #define t_pv (&t_dev->sriov.pvcm)
 
 /*
- * The one mad.c function cm.c calls, GID interface id -> slave, for the
- * linker: the module that includes this has no mad.o.
+ * The mad.c functions cm.c calls, for the linker: the module that
+ * includes this has no mad.o.  GID interface id -> slave here, the
+ * partition check below.
  */
 int mlx4_ib_find_real_gid(struct ib_device *ibdev, u32 port, __be64 guid)
 {
@@ -33,6 +34,27 @@ int mlx4_ib_find_real_gid(struct ib_device *ibdev, u32 port, __be64 guid)
 	    id >= PVCM_T_GID_BASE + PVCM_T_SLAVES)
 		return -1;
 	return id - PVCM_T_GID_BASE;
+}
+
+/*
+ * mad.c's partition check: on every port, each slave is a member of the
+ * partition at P_Key index 0, none of the one at PVCM_T_PKEY_FOREIGN,
+ * and those of even number of the one at PVCM_T_PKEY_EVEN.
+ */
+#define PVCM_T_PKEY_FOREIGN	1
+#define PVCM_T_PKEY_EVEN	2
+
+bool mlx4_ib_slave_has_pkey(struct mlx4_ib_dev *dev, int slave, u32 port,
+			    u16 pkey_index)
+{
+	switch (pkey_index) {
+	case 0:
+		return true;
+	case PVCM_T_PKEY_EVEN:
+		return !(slave & 1);
+	default:
+		return false;
+	}
 }
 
 /*

@@ -107,7 +107,7 @@ struct pb_thread {
 	u64 errors;
 };
 
-/* the one mad.c function the caches call (REQ demux only): no slave */
+/* a mad.c function the caches call (REQ demux only): no slave */
 int mlx4_ib_find_real_gid(struct ib_device *ibdev, u32 port, __be64 guid)
 {
 	return -1;
@@ -147,11 +147,26 @@ static int pb_mux(struct pb_run *run, int slave, struct ib_mad *mad)
 					    mad);
 }
 
+/* ours is also told the P_Key index, and asks mad.c about it */
+#ifdef PVCM_CM_CLASS_VERSION
+bool mlx4_ib_slave_has_pkey(struct mlx4_ib_dev *dev, int slave, u32 port,
+			    u16 pkey_index)
+{
+	return true;
+}
+
+static int pb_demux(struct pb_run *run, int *slave, struct ib_mad *mad)
+{
+	return mlx4_ib_demux_cm_handler(&run->dev->ib_dev, PB_PORT, slave, 0,
+					mad);
+}
+#else
 static int pb_demux(struct pb_run *run, int *slave, struct ib_mad *mad)
 {
 	return mlx4_ib_demux_cm_handler(&run->dev->ib_dev, PB_PORT, slave,
 					mad);
 }
+#endif
 
 /*
  * One measured pair on connection i: the VF's message goes out (looked up
