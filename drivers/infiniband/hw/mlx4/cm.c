@@ -1746,9 +1746,10 @@ static __cold int pvcm_demux_unknown(struct mlx4_ib_dev *dev, int port,
 		s = pvcm_route_lookup(&dev->sriov.pvcm, port,
 				      pvcm_get_first(mad),
 				      pvcm_rej_guid(mad));
-		if (s >= 0 && !mlx4_ib_slave_has_pkey(dev, s, port, pkey_index))
-			return pvcm_drop(dev, -1, -EPERM, mad, PVCM_NOT_MEMBER);
 		if (s >= 0) {
+			if (!mlx4_ib_slave_has_pkey(dev, s, port, pkey_index))
+				return pvcm_drop(dev, -1, -EPERM, mad,
+						 PVCM_NOT_MEMBER);
 			*slave = s;
 			return 0;
 		}

@@ -1295,8 +1295,8 @@ static void f_fuzz_one(void)
 	int slave = f_pick_slave(), to = slave, ret, exp;
 	u16 pkey_index = f_chance(3) ? PVCM_T_PKEY_FOREIGN : 0;
 	struct ib_mad mad, orig, *buf = &mad;
-	bool foreign = false;
 	size_t len = sizeof(mad), cmp;
+	bool foreign;
 
 	f_template(&mad, f_attr(), out, slave);
 	f_mutate(&mad, &len);
@@ -1308,10 +1308,9 @@ static void f_fuzz_one(void)
 	 * dropped, but a SIDR_REQ mad.c gave no slave to, which the handler
 	 * passes untouched (mad.c drops it).
 	 */
-	if (!out && pkey_index && (exp == F_ANY || exp == 0) &&
-	    !(f_attr_is(&mad, CM_SIDR_REQ_ATTR_ID) &&
-	      (slave < 0 || slave >= MLX4_MFUNC_MAX)))
-		foreign = true;
+	foreign = !out && pkey_index && (exp == F_ANY || exp == 0) &&
+		  !(f_attr_is(&mad, CM_SIDR_REQ_ATTR_ID) &&
+		    (slave < 0 || slave >= MLX4_MFUNC_MAX));
 	cmp = sizeof(mad);
 	if (len < sizeof(mad)) {
 		/*
