@@ -4,10 +4,11 @@
 # build.sh: build (or reuse) the debug kernel of the project's VM rig.
 #
 # The kernel comes from the installed Debian linux-source-6.1 tarball:
-# x86_64_defconfig, then kvm_guest.config and tools/debug-kernel/debug.config
-# merged on top (scripts/kconfig/merge_config.sh), then olddefconfig.  The
-# result is cached outside the git tree, under a key made of the source
-# package version and the SHA-256 of debug.config:
+# allnoconfig with tools/debug-kernel/guest.config (what the rig's guests
+# use) and debug.config (KASAN, lockdep, ...) as its KCONFIG_ALLCONFIG,
+# so that nothing else is built, then olddefconfig.  The result is cached
+# outside the git tree, under a key made of the source package version and
+# the SHA-256 of the base, the fragments and the compiler's version:
 #
 #   $CACHE/<key>/bzImage        the kernel image
 #   $CACHE/<key>/linux/         the build directory, kept whole, so that
@@ -22,14 +23,15 @@
 # source package (its objects included), so a changed fragment rebuilds only
 # what the changed options reach instead of the whole kernel.
 #
-# CACHE defaults to ${XDG_CACHE_HOME:-$HOME/.cache}/pvcm-debug-kernel.  The
+# CACHE defaults to /var/cache/mlx4-pvcm/debug-kernel where that can be
+# written (so that every clone on the machine, CI's included, shares one
+# build), else ${XDG_CACHE_HOME:-$HOME/.cache}/pvcm-debug-kernel.  The
 # machine is shared, so the build runs under "nice -n 19".
 #
 # A variant adds one more fragment on top of debug.config (--coverage:
 # tools/debug-kernel/coverage.config, gcov for modules built with
-# GCOV_PROFILE=y).  The key and the kernel release then hash debug.config
-# and the extra fragment together, so the default kernel (check-debug's)
-# keeps its key, and the two kernels never share /lib/modules/<krel>.
+# GCOV_PROFILE=y).  The key and the kernel release hash every fragment, so
+# the two kernels never share a cache entry or /lib/modules/<krel>.
 #
 #   build.sh [--cache DIR] [--jobs N] [--coverage] [--config-only]
 #            [--print-env] [--quiet]
@@ -40,10 +42,17 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-FRAGMENT=$HERE/debug.config
-FRAGMENTS=("$FRAGMENT")
+BASE=allnoconfig
+FRAGMENTS=("$HERE/guest.config" "$HERE/debug.config")
 TARBALL=${LINUX_SOURCE_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
-CACHE=${PVCM_DEBUG_KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pvcm-debug-kernel}
+if [ -n "${PVCM_DEBUG_KERNEL_CACHE:-}" ]; then
+	CACHE=$PVCM_DEBUG_KERNEL_CACHE
+elif mkdir -p /var/cache/mlx4-pvcm/debug-kernel 2> /dev/null &&
+	[ -w /var/cache/mlx4-pvcm/debug-kernel ]; then
+	CACHE=/var/cache/mlx4-pvcm/debug-kernel
+else
+	CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/pvcm-debug-kernel
+fi
 JOBS=2
 CONFIG_ONLY=0
 PRINT_ENV=0
@@ -83,9 +92,13 @@ done
 # ------------------------------------------------------------------ key
 srcver=$(dpkg-query -W -f '${Version}' linux-source-6.1 2>/dev/null) ||
 	srcver=$(sha256sum "$TARBALL" | cut -c1-12)
-# debug.config alone hashes as the file itself (the key check-debug has
-# always used); a variant hashes the concatenation of its fragments.
-fragsha=$(cat "${FRAGMENTS[@]}" | sha256sum | cut -c1-12)
+# What the .config and the objects are made of, besides the source: the
+# base target, the fragments in merge order and the compiler.
+fragsha=$({
+	echo "$BASE"
+	cat "${FRAGMENTS[@]}"
+	gcc --version | head -n 1
+} | sha256sum | cut -c1-12)
 KEY=linux-source-6.1_${srcver}_${fragsha}
 DIR=$CACHE/$KEY
 KDIR=$DIR/linux
@@ -167,10 +180,10 @@ fi
 # --------------------------------------------------------------- config
 # The kernel release names the key, so that two debug kernels never share
 # a /lib/modules/<krel> or a build/<krel> of the project.
-step "configuring (x86_64_defconfig + kvm_guest.config + ${FRAGMENTS[*]##*/})"
-kmake -s x86_64_defconfig
-(cd "$KDIR" && nice -n 19 scripts/kconfig/merge_config.sh -m -O "$KDIR" \
-	.config kernel/configs/kvm_guest.config "${FRAGMENTS[@]}" > "$DIR/merge.log")
+step "configuring ($BASE with ${FRAGMENTS[*]##*/})"
+cat "${FRAGMENTS[@]}" > "$DIR/allconfig"
+kmake -s KCONFIG_ALLCONFIG="$DIR/allconfig" "$BASE" > "$DIR/config.log" 2>&1 ||
+	die "$BASE failed, see $DIR/config.log"
 "$KDIR/scripts/config" --file "$KDIR/.config" \
 	--set-str LOCALVERSION "-pvcmdbg-${fragsha:0:8}"
 kmake -s olddefconfig
