@@ -15,8 +15,8 @@
 # failure without a matching report), makes mutate.sh fail.
 #
 # The REGEX may also be given by a line "Expect: REGEX" in PATCH's header.
-# Other options (--no-2vm, --no-fail-nth, --test FILE, --timeout S) are
-# passed to check-debug.  --keep leaves the scratch directory for a look.
+# Other options (--ci, --no-2vm, --no-fail-nth, --test FILE, --timeout S,
+# --suites LIST, --jobs N, --fuzz-iterations N) are passed to check-debug.  --keep leaves the scratch directory for a look.
 # The debug kernel itself is shared with the real tree (same cache key).
 set -uo pipefail
 
@@ -31,8 +31,8 @@ while [ $# -gt 0 ]; do
 	--expect) expect=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
 	--test | --cache | --kernel-env) pass+=("$1" "$(readlink -f "$2")"); shift 2 ;;
-	--timeout) pass+=("$1" "$2"); shift 2 ;;
-	--no-2vm | --no-fail-nth) pass+=("$1"); shift ;;
+	--timeout | --suites | --jobs | --fuzz-iterations) pass+=("$1" "$2"); shift 2 ;;
+	--no-2vm | --no-fail-nth | --ci) pass+=("$1"); shift ;;
 	-h | --help)
 		sed -n '/^#   mutate.sh/,/^# The debug kernel itself/s/^# \{0,1\}//p' "$0"
 		exit 0
