@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
 	--keep) keep=1; shift ;;
 	--test | --cache | --kernel-env) pass+=("$1" "$(readlink -f "$2")"); shift 2 ;;
 	--timeout | --suites | --jobs | --fuzz-iterations) pass+=("$1" "$2"); shift 2 ;;
-	--no-2vm | --no-fail-nth | --ci) pass+=("$1"); shift ;;
+	--no-2vm | --no-fail-nth | --ci | --parity-ours-only) pass+=("$1"); shift ;;
 	-h | --help)
 		sed -n '/^#   mutate.sh/,/^# The debug kernel itself/s/^# \{0,1\}//p' "$0"
 		exit 0
