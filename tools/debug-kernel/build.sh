@@ -45,14 +45,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 BASE=allnoconfig
 FRAGMENTS=("$HERE/guest.config" "$HERE/debug.config")
 TARBALL=${LINUX_SOURCE_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
-if [ -n "${PVCM_DEBUG_KERNEL_CACHE:-}" ]; then
-	CACHE=$PVCM_DEBUG_KERNEL_CACHE
-elif mkdir -p /var/cache/mlx4-pvcm/debug-kernel 2> /dev/null &&
-	[ -w /var/cache/mlx4-pvcm/debug-kernel ]; then
-	CACHE=/var/cache/mlx4-pvcm/debug-kernel
-else
-	CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/pvcm-debug-kernel
-fi
+CACHE=${PVCM_DEBUG_KERNEL_CACHE:-}
 JOBS=2
 CONFIG_ONLY=0
 PRINT_ENV=0
@@ -74,6 +67,14 @@ while [ $# -gt 0 ]; do
 	*) echo "build.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
 	esac
 done
+if [ -n "$CACHE" ]; then
+	:
+elif mkdir -p /var/cache/mlx4-pvcm/debug-kernel 2> /dev/null &&
+	[ -w /var/cache/mlx4-pvcm/debug-kernel ]; then
+	CACHE=/var/cache/mlx4-pvcm/debug-kernel
+else
+	CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/pvcm-debug-kernel
+fi
 
 say() {
 	[ "$QUIET" = 1 ] || echo "debug-kernel: $*" >&2
@@ -90,16 +91,29 @@ for f in "${FRAGMENTS[@]}"; do
 done
 
 # ------------------------------------------------------------------ key
-srcver=$(dpkg-query -W -f '${Version}' linux-source-6.1 2>/dev/null) ||
+if [ -n "${LINUX_SOURCE_TARBALL:-}" ]; then
 	srcver=$(sha256sum "$TARBALL" | cut -c1-12)
+else
+	srcver=$(dpkg-query -W -f '${Version}' linux-source-6.1 2>/dev/null) ||
+		srcver=$(sha256sum "$TARBALL" | cut -c1-12)
+fi
+# The fragments as read now: what is hashed is what gets built, even if a
+# fragment changes while this waits for another build.
+ALLCONFIG=$(mktemp)
+trap 'rm -f "$ALLCONFIG"' EXIT
+cat "${FRAGMENTS[@]}" > "$ALLCONFIG"
 # What the .config and the objects are made of, besides the source: the
-# base target, the fragments in merge order and the compiler.
+# base target, the fragments in merge order, the compiler and binutils.
 fragsha=$({
 	echo "$BASE"
-	cat "${FRAGMENTS[@]}"
-	gcc --version | head -n 1
+	cat "$ALLCONFIG"
+	gcc -dumpfullversion
+	ld --version 2> /dev/null | sed -n 1p
 } | sha256sum | cut -c1-12)
 KEY=linux-source-6.1_${srcver}_${fragsha}
+# The release names the whole key: two source revisions of one sublevel
+# never share a /lib/modules/<krel> either.
+relsha=$(echo "$KEY" | sha256sum | cut -c1-8)
 DIR=$CACHE/$KEY
 KDIR=$DIR/linux
 MODROOT=$DIR/modroot
@@ -139,8 +153,12 @@ step_done() {
 	echo "$1 $((SECONDS - step_t0))" >> "$DIR/timings"
 }
 
+# Only the tree's own defaults: no toolchain or flags from the caller's
+# environment, which the key does not see.
 kmake() {
-	nice -n 19 make -C "$KDIR" -j"$JOBS" "$@"
+	nice -n 19 env -u LLVM -u CC -u KCFLAGS -u KCPPFLAGS -u KAFLAGS \
+		-u KBUILD_OUTPUT -u ARCH -u CROSS_COMPILE \
+		make -C "$KDIR" -j"$JOBS" "$@"
 }
 
 # -------------------------------------------------------------- extract
@@ -181,11 +199,11 @@ fi
 # The kernel release names the key, so that two debug kernels never share
 # a /lib/modules/<krel> or a build/<krel> of the project.
 step "configuring ($BASE with ${FRAGMENTS[*]##*/})"
-cat "${FRAGMENTS[@]}" > "$DIR/allconfig"
+cp "$ALLCONFIG" "$DIR/allconfig"
 kmake -s KCONFIG_ALLCONFIG="$DIR/allconfig" "$BASE" > "$DIR/config.log" 2>&1 ||
 	die "$BASE failed, see $DIR/config.log"
 "$KDIR/scripts/config" --file "$KDIR/.config" \
-	--set-str LOCALVERSION "-pvcmdbg-${fragsha:0:8}"
+	--set-str LOCALVERSION "-pvcmdbg-$relsha"
 kmake -s olddefconfig
 
 # Every line of the fragment must have survived olddefconfig: a symbol
@@ -211,11 +229,11 @@ while IFS= read -r line; do
 		fi
 		;;
 	esac
-done < <(cat "${FRAGMENTS[@]}")
+done < "$DIR/allconfig"
 [ "$bad" = 0 ] || die "the fragment did not apply cleanly ($KDIR/.config)"
 # "make kernelrelease" only sees LOCALVERSION once the build has synced
 # the config; the release is checked against the built one below.
-KREL=$(kmake -s kernelversion)-pvcmdbg-${fragsha:0:8}
+KREL=$(kmake -s kernelversion)-pvcmdbg-$relsha
 echo "$KREL" > "$DIR/krel"
 step_done config
 say "kernel release $KREL, config checked"
