@@ -15,8 +15,10 @@
 # failure without a matching report), makes mutate.sh fail.
 #
 # The REGEX may also be given by a line "Expect: REGEX" in PATCH's header.
-# Other options (--ci, --no-2vm, --no-fail-nth, --test FILE, --timeout S,
-# --suites LIST, --jobs N, --fuzz-iterations N) are passed to check-debug.  --keep leaves the scratch directory for a look.
+# Other options (--ci, --no-2vm, --no-fail-nth, --parity-ours-only,
+# --test FILE, --timeout S, --suites LIST, --jobs N, --fuzz-iterations N,
+# --cache DIR, --kernel-env FILE) are passed to check-debug.  --keep leaves
+# the scratch directory for a look.
 # The debug kernel itself is shared with the real tree (same cache key).
 set -uo pipefail
 
