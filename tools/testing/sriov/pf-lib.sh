@@ -106,9 +106,10 @@ pf_show() {
 
 # pf_sample_start / pf_sample_stop: the peaks of live, timewait and
 # live + timewait (total and per slave) while the traffic runs, read every
-# 0.2 s; pf_sample_stop sets PEAK[total.live], PEAK[slave1.timewait], ...
+# 0.2 s (without starting a program: vm_nap); pf_sample_stop sets PEAK[total.live], PEAK[slave1.timewait], ...
 declare -A PEAK
 pf_sample_start() {
+	rm -f /tmp/pf-sample.out
 	(
 		declare -A p
 		while [ ! -e /tmp/pf-sample.stop ]; do
@@ -122,12 +123,12 @@ pf_sample_start() {
 				[ $((n_live + n_tw)) -gt "${p[$who.held]:-0}" ] &&
 					p[$who.held]=$((n_live + n_tw))
 			done < "$PF_DBG/pvcm/stats"
-			for k in "${!p[@]}"; do
-				echo "$k ${p[$k]}"
-			done > /tmp/pf-sample.new
-			mv /tmp/pf-sample.new /tmp/pf-sample.out
-			sleep 0.2
+			vm_nap 0.2
 		done
+		# read once the sampler has ended (pf_sample_stop waits)
+		for k in "${!p[@]}"; do
+			echo "$k ${p[$k]}"
+		done > /tmp/pf-sample.out
 	) &
 	PF_SAMPLER=$!
 }

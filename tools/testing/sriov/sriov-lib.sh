@@ -31,7 +31,7 @@ wait_step_end() {
 	for i in "$VF1_INDEX" "$VF2_INDEX" "$REMOTE_INDEX"; do
 		while ! step_done "$i" && ! vm_wait "killed-vm$i" 0; do
 			[ "$SECONDS" -lt "$end" ] || return 1
-			sleep 0.5
+			vm_nap 0.5
 		done
 	done
 }

@@ -62,7 +62,7 @@ bounded() {
 			grace=$((grace - 1))
 			[ "$grace" -ge 0 ] || { rc=125; break; }
 		fi
-		sleep 0.2
+		vm_nap 0.2
 	done
 	if kill -0 "$pid" 2> /dev/null; then
 		for t in /proc/"$pid"/task/*; do
