@@ -64,6 +64,7 @@ help:
 	@echo '                  newest 6.1 headers; KVER=<release> or KDIR=<dir> for another)'
 	@echo 'make deps         install the Debian packages the project needs'
 	@echo 'make check        build, static gates and VM tests; ends "N passed, N failed"'
+	@echo '                  (DEBUG_SUBSET=1: also the debug tier'"'"'s CI subset, as .ci/run)'
 	@echo 'make gates        static gates only (checkpatch, sparse, W=1, kernel-doc, coccicheck)'
 	@echo 'make vm-test      VM tests only'
 	@echo 'make main         the main job: build, boot a VM, run rping/ib_send_bw, report'
@@ -178,7 +179,8 @@ mutants: modules
 
 # The same suites on a debug kernel (KASAN, lockdep, kmemleak, fail-nth),
 # built once from linux-source-6.1 and cached in /var/cache/mlx4-pvcm.
-# .ci/run runs its subset (check-debug --ci) after make check.
+# .ci/run runs its subset (check-debug --ci) inside make check's queue
+# (make check DEBUG_SUBSET=1).
 check-debug: deps source
 	@$(TOP)/tools/testing/check-debug
 
@@ -217,7 +219,8 @@ pf-1vm: modules
 		--test $(TOP)/tools/testing/sriov/pf_1vm.sh --timeout 1200
 
 check: deps source
-	@$(TOP)/tools/testing/check --kdir $(KDIR)
+	@$(TOP)/tools/testing/check --kdir $(KDIR) \
+		$(if $(filter 1,$(DEBUG_SUBSET)),--debug-subset)
 
 clean:
 	rm -rf $(BUILD)
