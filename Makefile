@@ -219,6 +219,8 @@ pf-1vm: modules
 		--test $(TOP)/tools/testing/sriov/pf_1vm.sh --timeout 1200
 
 check: deps source
+	@case "$(DEBUG_SUBSET)" in ''|0|1) ;; \
+	*) echo 'DEBUG_SUBSET is 0 or 1, not "$(DEBUG_SUBSET)"'; exit 2 ;; esac
 	@$(TOP)/tools/testing/check --kdir $(KDIR) \
 		$(if $(filter 1,$(DEBUG_SUBSET)),--debug-subset)
 

@@ -106,13 +106,17 @@ pf_show() {
 
 # pf_sample_start / pf_sample_stop: the peaks of live, timewait and
 # live + timewait (total and per slave) while the traffic runs, read every
-# 0.2 s (without starting a program: vm_nap); pf_sample_stop sets PEAK[total.live], PEAK[slave1.timewait], ...
+# 0.2 s (without starting a program: vm_nap); pf_sample_stop sets
+# PEAK[total.live], PEAK[slave1.timewait], ... and fails a point when no
+# sample was taken (every peak would read 0).
 declare -A PEAK
 pf_sample_start() {
-	rm -f /tmp/pf-sample.out
+	rm -f /tmp/pf-sample.out /tmp/pf-sample.stop
 	(
 		declare -A p
+		n=0
 		while [ ! -e /tmp/pf-sample.stop ]; do
+			n=$((n + 1))
 			while read -r who n_live n_tw _; do
 				case "$who" in
 				total | slave[0-9]*) ;;
@@ -126,9 +130,12 @@ pf_sample_start() {
 			vm_nap 0.2
 		done
 		# read once the sampler has ended (pf_sample_stop waits)
-		for k in "${!p[@]}"; do
-			echo "$k ${p[$k]}"
-		done > /tmp/pf-sample.out
+		{
+			echo "samples $n"
+			for k in "${!p[@]}"; do
+				echo "$k ${p[$k]}"
+			done
+		} > /tmp/pf-sample.out
 	) &
 	PF_SAMPLER=$!
 }
@@ -144,6 +151,7 @@ pf_sample_stop() {
 		PEAK[$k]=$v
 	done < /tmp/pf-sample.out 2> /dev/null
 	echo "# peaks: $(for k in "${!PEAK[@]}"; do printf '%s=%s ' "$k" "${PEAK[$k]}"; done)"
+	[ "${PEAK[samples]:-0}" -gt 0 ] || tap_fail "the PF's peak sampler took no sample"
 }
 
 # pf_empty: nothing live, in TimeWait or routed.

@@ -110,10 +110,10 @@ remove_rxe() {
 # for at most SECS of an idle host (as wait_until's): wait_until that
 # gives up as soon as PID is gone.
 by_clock() {
-	local end=$(($(date +%s) + $(scaled_secs "$1"))) pid=$2
+	local end=$((SECONDS + $(scaled_secs "$1"))) pid=$2
 
 	shift 2
-	while [ "$(date +%s)" -lt "$end" ]; do
+	while [ "$SECONDS" -lt "$end" ]; do
 		"$@" && return 0
 		kill -0 "$pid" 2> /dev/null || return 1
 		vm_nap 0.5

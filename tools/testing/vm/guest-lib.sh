@@ -112,23 +112,29 @@ debug_kernel() {
 # milliseconds of CPU: a loop of "sleep 0.2" took a fifth of a host core
 # (measured with a guest doing nothing else), and four guests waiting at
 # a barrier that way took most of one.  read's time limit on a FIFO that
-# nobody writes to waits without a new process.  (A FIFO, not a process
-# substitution: that would set $! under a caller's "cmd & pid=$!".)
+# nobody writes to waits without a new process; one FIFO serves every
+# shell of the guest, so only the first makes it.  (A FIFO, not a
+# process substitution: that would set $! under a caller's
+# "cmd & pid=$!".)  Where that does not work, sleep(1) it is.
 vm_nap() {
-	local f
+	local f=${TMPDIR:-/tmp}/vm-nap
 
 	if [ -z "${_vm_nap_fd:-}" ]; then
-		f=/tmp/vm-nap.$BASHPID
-		rm -f "$f"
-		if ! mkfifo "$f" || ! exec {_vm_nap_fd}<>"$f"; then
-			_vm_nap_fd=
-			rm -f "$f"
-			sleep "$1"
-			return 0
-		fi
-		rm -f "$f"
+		_vm_nap_fd=-
+		[ -p "$f" ] || mkfifo "$f" 2> /dev/null
+		if [ -p "$f" ] && exec {_vm_nap_fd}<> "$f"; then
+			:
+		else
+			_vm_nap_fd=-
+		fi 2> /dev/null
 	fi
-	read -r -t "$1" -u "$_vm_nap_fd" _ || :
+	if [ "$_vm_nap_fd" != - ]; then
+		read -r -t "$1" -u "$_vm_nap_fd" _
+		# more than 128: the time limit, as it should
+		[ $? -le 128 ] || return 0
+		_vm_nap_fd=-
+	fi
+	sleep "$1"
 }
 
 # wait_until SECONDS CMD...: retry CMD every 0.2 s until it succeeds, for
