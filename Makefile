@@ -64,7 +64,6 @@ help:
 	@echo '                  newest 6.1 headers; KVER=<release> or KDIR=<dir> for another)'
 	@echo 'make deps         install the Debian packages the project needs'
 	@echo 'make check        build, static gates and VM tests; ends "N passed, N failed"'
-	@echo '                  (DEBUG_SUBSET=1: also the debug tier'"'"'s CI subset, as .ci/run)'
 	@echo 'make gates        static gates only (checkpatch, sparse, W=1, kernel-doc, coccicheck)'
 	@echo 'make vm-test      VM tests only'
 	@echo 'make main         the main job: build, boot a VM, run rping/ib_send_bw, report'
@@ -179,8 +178,7 @@ mutants: modules
 
 # The same suites on a debug kernel (KASAN, lockdep, kmemleak, fail-nth),
 # built once from linux-source-6.1 and cached in /var/cache/mlx4-pvcm.
-# .ci/run runs its subset (check-debug --ci) inside make check's queue
-# (make check DEBUG_SUBSET=1).
+# .ci/run runs its subset (check-debug --ci) after make check.
 check-debug: deps source
 	@$(TOP)/tools/testing/check-debug
 
@@ -219,10 +217,7 @@ pf-1vm: modules
 		--test $(TOP)/tools/testing/sriov/pf_1vm.sh --timeout 1200
 
 check: deps source
-	@case "$(DEBUG_SUBSET)" in ''|0|1) ;; \
-	*) echo 'DEBUG_SUBSET is 0 or 1, not "$(DEBUG_SUBSET)"'; exit 2 ;; esac
-	@$(TOP)/tools/testing/check --kdir $(KDIR) \
-		$(if $(filter 1,$(DEBUG_SUBSET)),--debug-subset)
+	@$(TOP)/tools/testing/check --kdir $(KDIR)
 
 clean:
 	rm -rf $(BUILD)

@@ -27,8 +27,7 @@
 # written (so that every clone on the machine, CI's included, shares one
 # build), else ${XDG_CACHE_HOME:-$HOME/.cache}/pvcm-debug-kernel.  The
 # machine is shared, so make runs under "nice -n 19" unless --nice says
-# otherwise (make check --debug-subset passes 0: its debug suites wait
-# for this kernel).
+# otherwise (0 for a build that something waits on).
 #
 # A variant adds one more fragment on top of debug.config (--coverage:
 # tools/debug-kernel/coverage.config, gcov for modules built with
