@@ -27,7 +27,8 @@
 # written (so that every clone on the machine, CI's included, shares one
 # build), else ${XDG_CACHE_HOME:-$HOME/.cache}/pvcm-debug-kernel.  The
 # machine is shared, so make runs under "nice -n 19" unless --nice says
-# otherwise (0 for a build that something waits on).
+# otherwise (nice(1)'s increment, added to the caller's niceness: 0 keeps
+# the caller's priority).
 #
 # A variant adds one more fragment on top of debug.config (--coverage:
 # tools/debug-kernel/coverage.config, gcov for modules built with
@@ -37,6 +38,7 @@
 #   build.sh [--cache DIR] [--jobs N] [--nice N] [--coverage]
 #            [--config-only] [--print-env] [--quiet]
 #
+# --nice N       make's niceness increment, 0..19 (default 19)
 # --coverage     build the coverage variant (debug.config + coverage.config)
 # --config-only  stop after writing and checking .config
 # --print-env    print the env file of the cache entry on stdout at the end

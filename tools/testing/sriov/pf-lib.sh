@@ -116,10 +116,12 @@ pf_sample_start() {
 		declare -A p
 		n=0
 		while [ ! -e /tmp/pf-sample.stop ]; do
-			n=$((n + 1))
+			# a sample: a "total" row read (not a stats file that
+			# could not be opened or read nothing)
 			while read -r who n_live n_tw _; do
 				case "$who" in
-				total | slave[0-9]*) ;;
+				total) n=$((n + 1)) ;;
+				slave[0-9]*) ;;
 				*) continue ;;
 				esac
 				[ "$n_live" -gt "${p[$who.live]:-0}" ] && p[$who.live]=$n_live

@@ -115,13 +115,17 @@ debug_kernel() {
 # nobody writes to waits without a new process; one FIFO serves every
 # shell of the guest, so only the first makes it.  (A FIFO, not a
 # process substitution: that would set $! under a caller's
-# "cmd & pid=$!".)  Where that does not work, sleep(1) it is.
+# "cmd & pid=$!".)  Where that does not work, sleep(1) it is.  Safe
+# under set -e; a nap of 0 returns at once.
 vm_nap() {
-	local f=${TMPDIR:-/tmp}/vm-nap
+	local f=${TMPDIR:-/tmp}/vm-nap rc=0
 
+	case $1 in
+	0 | 0.0 | 0.00) return 0 ;;
+	esac
 	if [ -z "${_vm_nap_fd:-}" ]; then
 		_vm_nap_fd=-
-		[ -p "$f" ] || mkfifo "$f" 2> /dev/null
+		[ -p "$f" ] || mkfifo "$f" 2> /dev/null || :
 		if [ -p "$f" ] && exec {_vm_nap_fd}<> "$f"; then
 			:
 		else
@@ -129,9 +133,9 @@ vm_nap() {
 		fi 2> /dev/null
 	fi
 	if [ "$_vm_nap_fd" != - ]; then
-		read -r -t "$1" -u "$_vm_nap_fd" _
+		read -r -t "$1" -u "$_vm_nap_fd" _ || rc=$?
 		# more than 128: the time limit, as it should
-		[ $? -le 128 ] || return 0
+		[ "$rc" -le 128 ] || return 0
 		_vm_nap_fd=-
 	fi
 	sleep "$1"
