@@ -35,15 +35,15 @@ live_bad="" setup_bad="" del_bad="" up_bad=""
 live_max=0 setup_max=0 del_max=0
 DELETE_LIMIT=600
 
-# reps: REPs received that were not retransmissions, one per connection.
-reps() {
+# count_reps: REPS = the REPs received that were not retransmissions,
+# one per connection.  Polled every 50 ms, so without a new process (not
+# even the fork of $(...)): each costs the host CPU under TCG.
+count_reps() {
 	local all dup
 
-	# read, not cat: polled every 50 ms, where a program started costs
-	# the host tens of ms of CPU under TCG
 	read -r all 2> /dev/null < "$P/cm_rx_msgs/rep" || all=0
 	read -r dup 2> /dev/null < "$P/cm_rx_duplicates/rep" || dup=0
-	echo $((all - dup))
+	REPS=$((all - dup))
 }
 
 
@@ -53,7 +53,7 @@ reps() {
 wait_reps() {
 	local end=$((SECONDS + $(scaled_secs 300)))
 
-	while [ "$(reps)" -lt "$1" ]; do
+	while count_reps && [ "$REPS" -lt "$1" ]; do
 		kill -0 "$2" 2> /dev/null || return 1
 		[ "$SECONDS" -lt "$end" ] || return 1
 		vm_nap 0.05
@@ -165,7 +165,8 @@ round_live() {
 setup_try() {
 	local port=$((PORT + 2 * $1 + 1 + 100 * ($2 - 1))) rep0 rc=0
 
-	rep0=$(reps)
+	count_reps
+	rep0=$REPS
 	cmtime -b "$MY_IP" -p "$port" > /tmp/setup-server.out 2>&1 &
 	spid=$!
 	by_clock 120 "$spid" cm_listening "$port" || setup_bad="$setup_bad $1:nolisten"
@@ -173,7 +174,8 @@ setup_try() {
 		> /tmp/setup-client.out 2>&1 &
 	cpid=$!
 	wait_reps $((rep0 + $3)) "$cpid" || rc=1
-	n=$(($(reps) - rep0))
+	count_reps
+	n=$((REPS - rep0))
 	echo "# round $1 setup: removal after $n REPs (at $3 wanted)"
 	if ! kill -0 "$cpid" 2> /dev/null || [ "$n" -ge "$NSETUP" ]; then
 		rc=2
