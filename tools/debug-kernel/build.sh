@@ -26,19 +26,16 @@
 # CACHE defaults to /var/cache/mlx4-pvcm/debug-kernel where that can be
 # written (so that every clone on the machine, CI's included, shares one
 # build), else ${XDG_CACHE_HOME:-$HOME/.cache}/pvcm-debug-kernel.  The
-# machine is shared, so make runs under "nice -n 19" unless --nice says
-# otherwise (nice(1)'s increment, added to the caller's niceness: 0 keeps
-# the caller's priority).
+# machine is shared, so the build runs under "nice -n 19".
 #
 # A variant adds one more fragment on top of debug.config (--coverage:
 # tools/debug-kernel/coverage.config, gcov for modules built with
 # GCOV_PROFILE=y).  The key and the kernel release hash every fragment, so
 # the two kernels never share a cache entry or /lib/modules/<krel>.
 #
-#   build.sh [--cache DIR] [--jobs N] [--nice N] [--coverage]
-#            [--config-only] [--print-env] [--quiet]
+#   build.sh [--cache DIR] [--jobs N] [--coverage] [--config-only]
+#            [--print-env] [--quiet]
 #
-# --nice N       make's niceness increment, 0..19 (default 19)
 # --coverage     build the coverage variant (debug.config + coverage.config)
 # --config-only  stop after writing and checking .config
 # --print-env    print the env file of the cache entry on stdout at the end
@@ -50,7 +47,6 @@ FRAGMENTS=("$HERE/guest.config" "$HERE/debug.config")
 TARBALL=${LINUX_SOURCE_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
 CACHE=${PVCM_DEBUG_KERNEL_CACHE:-}
 JOBS=2
-NICE=19
 CONFIG_ONLY=0
 PRINT_ENV=0
 QUIET=0
@@ -63,7 +59,6 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--cache) CACHE=$2; shift 2 ;;
 	--jobs) JOBS=$2; shift 2 ;;
-	--nice) NICE=$2; shift 2 ;;
 	--coverage) FRAGMENTS+=("$HERE/coverage.config"); shift ;;
 	--config-only) CONFIG_ONLY=1; shift ;;
 	--print-env) PRINT_ENV=1; shift ;;
@@ -72,10 +67,6 @@ while [ $# -gt 0 ]; do
 	*) echo "build.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
 	esac
 done
-case $NICE in
-[0-9] | 1[0-9]) ;;
-*) echo "build.sh: --nice takes 0..19" >&2; exit 2 ;;
-esac
 if [ -n "$CACHE" ]; then
 	:
 elif mkdir -p /var/cache/mlx4-pvcm/debug-kernel 2> /dev/null &&
@@ -165,7 +156,7 @@ step_done() {
 # Only the tree's own defaults: no toolchain or flags from the caller's
 # environment, which the key does not see.
 kmake() {
-	nice -n "$NICE" env -u LLVM -u CC -u KCFLAGS -u KCPPFLAGS -u KAFLAGS \
+	nice -n 19 env -u LLVM -u CC -u KCFLAGS -u KCPPFLAGS -u KAFLAGS \
 		-u KBUILD_OUTPUT -u ARCH -u CROSS_COMPILE \
 		make -C "$KDIR" -j"$JOBS" "$@"
 }
@@ -251,7 +242,7 @@ if [ "$CONFIG_ONLY" = 1 ]; then
 fi
 
 # ---------------------------------------------------------------- build
-step "building bzImage and modules (nice -n $NICE make -j$JOBS), log $DIR/build.log"
+step "building bzImage and modules (nice -n 19 make -j$JOBS), log $DIR/build.log"
 if ! kmake bzImage modules > "$DIR/build.log" 2>&1; then
 	tail -n 30 "$DIR/build.log" >&2
 	die "kernel build failed, see $DIR/build.log"

@@ -124,7 +124,6 @@ vm_nap() {
 	0 | 0.0 | 0.00) return 0 ;;
 	esac
 	if [ -z "${_vm_nap_fd:-}" ]; then
-		_vm_nap_fd=-
 		[ -p "$f" ] || mkfifo "$f" 2> /dev/null || :
 		if [ -p "$f" ] && exec {_vm_nap_fd}<> "$f"; then
 			:
