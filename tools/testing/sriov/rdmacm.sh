@@ -37,6 +37,7 @@ server_done() {
 	rc=$?
 	echo "# $1 server: exit status $rc"
 	[ "$rc" = 0 ] || tail -n 8 "/tmp/$1.out" | sed -e "s/^/# $1 server: /"
+	perftest_uncalibrated "/tmp/$1.out" || :
 	tap_check "$1 server exit 0" test "$rc" = 0
 }
 
@@ -55,6 +56,7 @@ client() {
 	else
 		tail -n 40 "/tmp/$name.out"
 	fi | sed -e "s/^/# $name: /"
+	perftest_uncalibrated "/tmp/$name.out" || :
 	tap_check "$name exit 0" test "$rc" = 0
 }
 
@@ -71,16 +73,16 @@ perftest_phase() {
 		p=$((base + 100 * s))
 		traffic_barrier "$tool-$p-start" 120
 		if [ "$SRIOV_ROLE" = remote ]; then
-			bg_with_timeout 200 "$tool" -d rxe0 -R -n 500 -s 4096 -p "$p" \
-				> "/tmp/$tool-vf$s.out" 2>&1
+			bg_with_timeout 200 "$tool" -d rxe0 -R "$PERFTEST_F" -n 500 \
+				-s 4096 -p "$p" > "/tmp/$tool-vf$s.out" 2>&1
 			pid=$!
 			wait_cm_listening 60 "$p"
 			vm_signal "$tool-$p-up"
 			server_done "$tool-vf$s" "$pid"
 		elif [ "$SRIOV_SLAVE" = "$s" ]; then
 			if vm_wait "$tool-$p-up" 120; then
-				client "$SRIOV_NAME $tool -R" "$tool" -d rxe0 -R -n 500 \
-					-s 4096 -p "$p" "$REMOTE_IP"
+				client "$SRIOV_NAME $tool -R" "$tool" -d rxe0 -R \
+					"$PERFTEST_F" -n 500 -s 4096 -p "$p" "$REMOTE_IP"
 			else
 				tap_fail "the remote's $tool server never started"
 			fi
