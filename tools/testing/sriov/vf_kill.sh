@@ -111,10 +111,15 @@ remote)
 	# its server once it has them all (its sends, if posted, still go
 	# out; the client then waits for the server's disconnect)
 	wait_until "$(step_time_left 150)" ucma_up /tmp/ucma-vf1.out
+	if ucma_up /tmp/ucma-vf1.out; then
+		tap_ok "the server for vf1 has its connections"
+	else
+		tap_fail "the server for vf1 has its connections"
+		tail -n 8 /tmp/ucma-vf1.out | sed -e 's/^/# server vf1: /'
+	fi
 	# shellcheck disable=SC2154
 	c1=$(ucma_child "$p1")
-	tap_check "the server for vf1 has its connections and is stopped" \
-		kill -STOP "$c1"
+	tap_check "the server for vf1 is stopped" kill -STOP "$c1"
 	vm_signal vf1-held
 	# shellcheck disable=SC2154
 	wait "$p2"
@@ -148,7 +153,8 @@ vf1)
 	vm_wait vf2-connected "$(step_time_left 90)" || echo "# vf2 never connected"
 	running=no
 	kill -0 "$ucma" 2> /dev/null && running=yes
-	echo "# vf1: ucmatose running: $running, $(pings) pings so far; asking the host to kill this guest"
+	echo "# vf1: ucmatose running: $running, $(pings) pings so far;" \
+		"asking the host to kill this guest, $SECONDS s into the step"
 	vm_kill_me
 	;;
 vf2)
