@@ -174,12 +174,36 @@ inject() {
 
 	before=$(pf_stat "$2")
 	drops=$(pvcm_stat total dropped)
-	"$ROCE_CM" send vf1 "$(pf_ip vf1)" "$(pf_ip rem)" "$1" || return 1
+	# shellcheck disable=SC2086 # LOCAL: none, or one word
+	"$ROCE_CM" send vf1 "$(pf_ip vf1)" "$(pf_ip rem)" "$1" ${3:-} || return 1
 	wait_until 10 counter_above "$2" "$before" || return 1
 	case $2 in
 	drop_mux) [ "$(pvcm_stat total dropped)" -gt "$drops" ] ;;
 	*) [ "$(pvcm_stat total dropped)" = "$drops" ] ;;
 	esac
+}
+
+# inject KIND COUNTER [LOCAL]: as above, with the local comm id LOCAL
+# (hex) when given
+# late_drep KIND [LOCAL]: inject KIND (refused by the cache, as inject
+# checks) and say whether it counted in late_drep_slave1: refused DREPs
+# of an id whose DREQ passed the cache at least TimeWait before (which
+# the sriov suite's drop checks leave out)
+late_drep() {
+	local before
+
+	before=$(pf_stat late_drep_slave1)
+	inject "$1" drop_mux "${2:-}" || return 2
+	wait_until 5 counter_above late_drep_slave1 "$before"
+}
+
+# vf1_dreq_id: a comm id of vf1 that a DREQ carried, either way (the
+# capture of the run, /tmp/cap.txt)
+vf1_dreq_id() {
+	awk -v ip="$(pf_ip vf1)" '$1 == "vf1" && $5 == "DREQ" {
+		if ($3 == ip) { print $6; exit }
+		if ($4 == ip) { print $7; exit }
+	}' /tmp/cap.txt
 }
 
 # long_rping_up PORT: a long rping from vf1 to the remote node, connected
@@ -297,8 +321,12 @@ for mode in $MODES; do
 	tap_check "$mode: released entries in TimeWait" \
 		positive "$(pvcm_stat total timewait)"
 	if [ "$mode" = roce ]; then
-		tap_check "$mode: crafted DREQ, good ICRC: refused by the cache" \
-			inject good drop_mux
+		late_drep good
+		tap_check "$mode: crafted DREQ, good ICRC: refused by the cache, no late DREP" \
+			test $? = 1
+		late_drep drep
+		tap_check "$mode: crafted DREP of an id no DREQ carried: refused, no late DREP" \
+			test $? = 1
 		tap_check "$mode: crafted DREQ, bad ICRC: dropped before it" \
 			inject bad-icrc drop_bad_icrc
 		tap_check "$mode: crafted short MAD: dropped as malformed" \
@@ -313,6 +341,11 @@ for mode in $MODES; do
 			"$(pvcm_stat total allocated)" = \
 			"$(pvcm_stat total freed)"
 		show_stats "$mode: after TimeWait"
+		# vf1's DREP of a connection whose DREQ passed, TimeWait ago
+		id=$(vf1_dreq_id)
+		echo "# vf1's id of a DREQ in the capture: ${id:-none}"
+		tap_check "$mode: vf1's DREP of $id after its DREQ's TimeWait: refused, a late DREP" \
+			late_drep drep "${id:-x}"
 
 		# a VF whose link goes away in the middle of a connection
 		long_rping_up 7398

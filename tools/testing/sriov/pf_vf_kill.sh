@@ -74,13 +74,20 @@ pf_read
 pf_show "after the traffic"
 tap_check "slave1: every entry freed: allocated ${CACHE_S1[allocated]}, freed ${CACHE_S1[freed]}" \
 	test "${CACHE_S1[allocated]}" = "${CACHE_S1[freed]}"
-for k in dropped cap_hits; do
-	d=$(cache_delta slave2 "$k")
-	tap_check "slave2: $k $d" test "$d" = 0
-done
+# VF 2's DREPs after their id's TimeWait are no refusal of a connection
+# the cache holds: left out (a VF 2 id the clean took would show as its
+# DREQ or RTU refused, or as VF 2's own points failing)
+late=$(pf_late_dreps slave2)
+[ "$late" = 0 ] ||
+	echo "# vf2's DREPs after their id's TimeWait, refused: $late (left out below)"
+d=$(($(cache_delta slave2 dropped) - late))
+tap_check "slave2: dropped $d" test "$d" = 0
+d=$(cache_delta slave2 cap_hits)
+tap_check "slave2: cap_hits $d" test "$d" = 0
 for k in drop_malformed drop_fragment drop_bad_icrc drop_mux drop_misrouted \
 	drop_queue drop_nomem audit_own_id audit_unknown audit_wrong; do
 	d=$(pf_delta "$k")
+	[ "$k" != drop_mux ] || d=$((d - late))
 	tap_check "$k: $d" test "$d" = 0
 done
 # the remote closed vf1's connections before it ended its script

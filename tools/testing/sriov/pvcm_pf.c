@@ -36,6 +36,7 @@
 #include <linux/module.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/xarray.h>
 #ifdef HAVE_LINUX_UNALIGNED_H
 #include <linux/unaligned.h>
 #else
@@ -166,6 +167,17 @@ static const char * const pf_counter_names[PF_NR_COUNTERS] = {
 };
 
 static atomic_long_t pf_counters[PF_NR_COUNTERS];
+/*
+ * Per VF, of its MADs the multiplexer refused: late DREPs, for an id the
+ * cache no longer holds and whose DREQ passed the cache, either way, at
+ * least the cache's TimeWait before.  That DREQ released the id, which
+ * the cache then holds for TimeWait and frees: the refusal is the
+ * design's, not one of a connection the cache should still hold.  Over
+ * rdma_cm a DREP goes out when the application answers the DISCONNECTED
+ * event (rdma_disconnect()) or destroys the id, which may be that late
+ * (seen: 41 of ucmatose's, through a PF on a debug kernel).
+ */
+static atomic_long_t pf_late_drep[PF_MAX_VFS];
 
 static void pf_count(enum pf_counter c)
 {
@@ -206,6 +218,7 @@ static bool pf_cleaned[PF_MAX_VFS];	/* under RTNL */
  */
 static DEFINE_MUTEX(pf_clean_lock);
 static int pf_clean_gen[PF_MAX_VFS];	/* cleans asked per slave */
+
 static bool pf_stopping;		/* under RTNL */
 static struct workqueue_struct *pf_wq;
 static struct dentry *pf_debugfs;
@@ -214,6 +227,53 @@ static LIST_HEAD(pf_queue);
 /* per source (slave - 1, or PF_WIRE): so that no VF fills it for all */
 static unsigned int pf_queue_len[PF_MAX_VFS + 1];
 static DEFINE_SPINLOCK(pf_queue_lock);	/* pf_queue, pf_queue_len[] */
+
+/*
+ * When the first DREQ of each VF connection passed the cache, either
+ * way.  Index: pf_conn_index(); value: the u32 jiffies of that DREQ.  A
+ * REQ or REP of the VF with the id (a new connection) forgets it.  Used
+ * by pf_handle() only, under pf_clean_lock.  One entry per VF id that
+ * was disconnected: a few thousand at most in a test run.
+ */
+static DEFINE_XARRAY(pf_dreqs);
+#define PF_TIMEWAIT	(30 * HZ)	/* cm.c's CM_CLEANUP_CACHE_TIMEOUT */
+static_assert(BITS_PER_LONG == 64, "pf_conn_index() needs 64 bits");
+
+static unsigned long pf_conn_index(int slave, u32 vf_id)
+{
+	return (unsigned long)(slave - 1) << 32 | vf_id;
+}
+
+/* a CM MAD of VF @slave with its id @vf_id passed the cache */
+static void pf_note_conn(int slave, u32 vf_id, __be16 attr)
+{
+	unsigned long i = pf_conn_index(slave, vf_id);
+
+	lockdep_assert_held(&pf_clean_lock);
+	if (attr == CM_REQ_ATTR_ID || attr == CM_REP_ATTR_ID) {
+		xa_erase(&pf_dreqs, i);
+	} else if (attr == CM_DREQ_ATTR_ID) {
+		/*
+		 * The first one's time stays (-EBUSY for the others).  Without
+		 * memory the id's late DREP counts as a drop: a check fails
+		 * rather than passes.
+		 */
+		if (xa_insert(&pf_dreqs, i, xa_mk_value((u32)jiffies),
+			      GFP_KERNEL) == -ENOMEM)
+			pr_warn_ratelimited("no memory to note a DREQ\n");
+	}
+}
+
+/* a DREQ of VF @slave's connection @vf_id passed TimeWait ago or more */
+static bool pf_dreq_timewait_ago(int slave, u32 vf_id)
+{
+	void *v;
+
+	lockdep_assert_held(&pf_clean_lock);
+	v = xa_load(&pf_dreqs, pf_conn_index(slave, vf_id));
+	return xa_is_value(v) &&
+	       (u32)jiffies - (u32)xa_to_value(v) >= PF_TIMEWAIT;
+}
 
 /* the slave of a VF interface, -1 for any other */
 static int pf_slave_of(const struct net_device *dev)
@@ -372,6 +432,8 @@ static bool pf_handle(struct pf_pkt *p, struct ib_mad *mad)
 {
 	struct ib_device *ibdev = &pf_dev->ib_dev;
 	int slave, ret;
+	__be16 attr;
+	u32 vf_id;
 
 	lockdep_assert_held(&pf_clean_lock);
 	/*
@@ -390,12 +452,19 @@ static bool pf_handle(struct pf_pkt *p, struct ib_mad *mad)
 	else
 		pf_count(PF_CM_WIRE_TO_VF);
 
+	attr = mad->mad_hdr.attr_id;
 	if (p->from > 0) {
+		/* the VF's own id, before the cache puts its pv_cm_id there */
+		vf_id = get_unaligned_be32(mad->data);
 		ret = mlx4_ib_multiplex_cm_handler(ibdev, PF_PORT, p->from, mad);
 		if (ret) {
 			pf_count(PF_DROP_MUX);
+			if (ret == -ENOENT && attr == CM_DREP_ATTR_ID &&
+			    pf_dreq_timewait_ago(p->from, vf_id))
+				atomic_long_inc(&pf_late_drep[p->from - 1]);
 			return false;
 		}
+		pf_note_conn(p->from, vf_id, attr);
 	}
 	if (p->to < 0)
 		return true;
@@ -415,6 +484,8 @@ static bool pf_handle(struct pf_pkt *p, struct ib_mad *mad)
 		pf_count(PF_DROP_DEMUX);
 		return false;
 	}
+	/* the receiver's id is the VF's now */
+	pf_note_conn(p->to, get_unaligned_be32(mad->data + 4), attr);
 	return true;
 }
 
@@ -699,6 +770,9 @@ static int pf_stats_show(struct seq_file *m, void *unused)
 	for (i = 0; i < PF_NR_COUNTERS; i++)
 		seq_printf(m, "%s %ld\n", pf_counter_names[i],
 			   atomic_long_read(&pf_counters[i]));
+	for (i = 0; i < pf_nr_vfs; i++)
+		seq_printf(m, "late_drep_slave%u %ld\n", i + 1,
+			   atomic_long_read(&pf_late_drep[i]));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(pf_stats);
@@ -830,6 +904,7 @@ static void __exit pvcm_pf_exit(void)
 	debugfs_remove(pf_debugfs);
 	pf_teardown_dev();
 	put_net(pf_net);
+	xa_destroy(&pf_dreqs);
 }
 
 module_init(pvcm_pf_init);

@@ -11,11 +11,13 @@
                                     from a VF address arrives with a local
                                     comm id that VF never sent; a MAD that
                                     arrives at a VF names one of its own ids
-  roce_cm.py send IFACE SRC DST KIND
+  roce_cm.py send IFACE SRC DST KIND [LOCAL]
                                     send one CM DREQ to DST over IFACE:
                                     KIND good, bad-icrc, short or
                                     fragments (two IP fragments, the
-                                    first 16 bytes long)
+                                    first 16 bytes long); or a DREP
+                                    (KIND drep); random ids, or the
+                                    local one LOCAL (hex)
 
 The ICRC is the one of IBTA vol 1 annex A17.3.3, computed here with zlib.
 """
@@ -134,12 +136,15 @@ def audit(vf_ips):
     return 1 if bad or not checked else 0
 
 
-def send(iface, src, dst, kind):
+def send(iface, src, dst, kind, local=None):
     mad = bytearray(256)
     mad[0:4] = bytes([1, CM_CLASS, 2, 3])   # base, class, version, Send
     mad[8:16] = os.urandom(8)               # transaction id
-    mad[16:18] = struct.pack('!H', 0x15)    # DREQ
+    # a DREQ, or a DREP for kind 'drep'
+    mad[16:18] = struct.pack('!H', 0x16 if kind == 'drep' else 0x15)
     mad[24:32] = os.urandom(8)              # local and remote comm id
+    if local is not None:
+        mad[24:28] = struct.pack('!I', int(local, 16))
     bth = struct.pack('!BBHB3sB3s', UD_SEND_ONLY, 0, 0xffff, 0,
                       b'\x00\x00\x01', 0, b'\x00\x00\x00')
     deth = struct.pack('!IB3s', 0x80010000, 0, b'\x00\x00\x01')
@@ -173,7 +178,7 @@ def main():
         capture(sys.argv[2:])
     elif len(sys.argv) >= 3 and sys.argv[1] == 'audit':
         return audit(sys.argv[2:])
-    elif len(sys.argv) == 6 and sys.argv[1] == 'send':
+    elif len(sys.argv) in (6, 7) and sys.argv[1] == 'send':
         send(*sys.argv[2:])
     else:
         print(__doc__, file=sys.stderr)
