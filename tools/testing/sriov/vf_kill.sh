@@ -152,7 +152,14 @@ vf1)
 		connected $((CONNS + 1))
 	vm_wait vf2-connected "$(step_time_left 90)" || echo "# vf2 never connected"
 	running=no
-	kill -0 "$ucma" 2> /dev/null && running=yes
+	if kill -0 "$ucma" 2> /dev/null; then
+		running=yes
+	else
+		# its connections are gone with it: say how it ended
+		wait "$ucma"
+		echo "# vf1: ucmatose ended before the kill: exit status $?"
+		tail -n 8 /tmp/ucma.out | sed -e 's/^/# vf1 ucmatose: /'
+	fi
 	echo "# vf1: ucmatose running: $running, $(pings) pings so far;" \
 		"asking the host to kill this guest, $SECONDS s into the step"
 	vm_kill_me
