@@ -74,9 +74,9 @@ pf_read
 pf_show "after the traffic"
 tap_check "slave1: every entry freed: allocated ${CACHE_S1[allocated]}, freed ${CACHE_S1[freed]}" \
 	test "${CACHE_S1[allocated]}" = "${CACHE_S1[freed]}"
-# VF 2's DREPs after their id's TimeWait are no refusal of a connection
-# the cache holds: left out (a VF 2 id the clean took would show as its
-# DREQ or RTU refused, or as VF 2's own points failing)
+# VF 2's DREPs after their id's TimeWait (pf_late_dreps) are no refusal
+# of a connection the cache holds: left out.  A DREP sooner than that,
+# or of an id no DREQ carried, stays a drop.
 late=$(pf_late_dreps slave2)
 [ "$late" = 0 ] ||
 	echo "# vf2's DREPs after their id's TimeWait, refused: $late (left out below)"

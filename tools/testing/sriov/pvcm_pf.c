@@ -218,7 +218,6 @@ static bool pf_cleaned[PF_MAX_VFS];	/* under RTNL */
  */
 static DEFINE_MUTEX(pf_clean_lock);
 static int pf_clean_gen[PF_MAX_VFS];	/* cleans asked per slave */
-
 static bool pf_stopping;		/* under RTNL */
 static struct workqueue_struct *pf_wq;
 static struct dentry *pf_debugfs;

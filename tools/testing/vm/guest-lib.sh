@@ -360,10 +360,10 @@ cm_listening_or_gone() {
 # shellcheck disable=SC2034 # for the scripts that source this file
 PERFTEST_F=-F
 
-# perftest_uncalibrated FILE...: perftest said in FILE that it could not
-# fit its cycle counter (a comment then says so).
+# perftest_uncalibrated FILE...: a comment when perftest said in FILE
+# that it could not fit its cycle counter.  Always true.
 perftest_uncalibrated() {
-	grep -q 'Correlation coefficient' "$@" 2> /dev/null || return 1
+	grep -q 'Correlation coefficient' "$@" 2> /dev/null || return 0
 	echo "# perftest could not fit its cycle counter: its figures are not" \
 		"measurements"
 }
