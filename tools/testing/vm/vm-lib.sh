@@ -23,7 +23,8 @@
 #                     52:54:00:0b:KK:II+1 (hex).  No links and one guest:
 #                     restricted user networking.
 #   IDLE_TEST         a test script that is no TAP point (padding)
-#   LOG TIMEOUT BOOT_TIMEOUT HANG_FIRST ACCEL ICOUNT MEM SMP EXTRA_CMDLINE
+#   LOG TIMEOUT BOOT_TIMEOUT HANG_FIRST HANG_BOOT_TIMEOUT ACCEL ICOUNT MEM
+#   SMP EXTRA_CMDLINE
 #   KEEP_RUNS         see vm-run --help
 #   TIME_SCALE        vm-run --time-scale: vmlib_check multiplies TIMEOUT
 #                     by it, the caller its own limits (and writes
@@ -43,6 +44,7 @@ vmlib_defaults() {
 	BOOT_TIMEOUT=600
 	EXTRA_CMDLINE=
 	HANG_FIRST=0
+	HANG_BOOT_TIMEOUT=30
 	ACCEL=auto
 	ICOUNT=
 	MEM=2G
@@ -480,8 +482,14 @@ start_vms() {
 	BOOT_T=()
 	DEADLINE=$(awk -v t="$T0" -v d="$TIMEOUT" 'BEGIN { printf "%d", t + d }')
 	BOOT_DEADLINE=0
-	[ "$BOOT_TIMEOUT" -gt 0 ] &&
-		BOOT_DEADLINE=$(awk -v t="$T0" -v d="$BOOT_TIMEOUT" 'BEGIN { printf "%d", t + d }')
+	BOOT_WAIT=$BOOT_TIMEOUT
+	# The self-test's first boot never starts its CPUs, and no time makes
+	# it boot: its watchdog fires after HANG_BOOT_TIMEOUT, while the boot
+	# after it gets the whole BOOT_TIMEOUT, as any boot does.
+	[ "$HANG_FIRST" = 1 ] && [ "$BOOTS" = 1 ] && [ "$BOOT_TIMEOUT" -gt 0 ] &&
+		BOOT_WAIT=$HANG_BOOT_TIMEOUT
+	[ "$BOOT_WAIT" -gt 0 ] &&
+		BOOT_DEADLINE=$(awk -v t="$T0" -v d="$BOOT_WAIT" 'BEGIN { printf "%d", t + d }')
 }
 
 kill_vms() {
@@ -617,7 +625,7 @@ vmlib_boot() {
 		kill_requested
 		if [ -n "$unbooted" ] && [ "$BOOT_DEADLINE" -gt 0 ] &&
 			[ "$(date +%s)" -ge "$BOOT_DEADLINE" ]; then
-			note="boot $BOOTS:$unbooted not at the test driver after $BOOT_TIMEOUT s"
+			note="boot $BOOTS:$unbooted not at the test driver after $BOOT_WAIT s"
 			if [ "$BOOTS" = 1 ]; then
 				note="$note; booting again (console log: *.boot1)"
 				BOOT_NOTES+=("$note")
