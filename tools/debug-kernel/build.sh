@@ -23,10 +23,11 @@
 # source package (its objects included), so a changed fragment rebuilds only
 # what the changed options reach instead of the whole kernel.
 #
-# CACHE defaults to /var/cache/mlx4-pvcm/debug-kernel where that can be
-# written (so that every clone on the machine, CI's included, shares one
-# build), else ${XDG_CACHE_HOME:-$HOME/.cache}/pvcm-debug-kernel.  The
-# machine is shared, so the build runs under "nice -n 19".
+# CACHE defaults to $MLX4_PVCM_CACHE/debug-kernel (the machine's caches:
+# /var/cache/mlx4-pvcm unless the environment names another) where that
+# can be written (so that every clone on the machine, CI's included,
+# shares one build), else ${XDG_CACHE_HOME:-$HOME/.cache}/pvcm-debug-kernel.
+# The machine is shared, so the build runs under "nice -n 19".
 #
 # A variant adds one more fragment on top of debug.config (--coverage:
 # tools/debug-kernel/coverage.config, gcov for modules built with
@@ -69,9 +70,9 @@ while [ $# -gt 0 ]; do
 done
 if [ -n "$CACHE" ]; then
 	:
-elif mkdir -p /var/cache/mlx4-pvcm/debug-kernel 2> /dev/null &&
-	[ -w /var/cache/mlx4-pvcm/debug-kernel ]; then
-	CACHE=/var/cache/mlx4-pvcm/debug-kernel
+elif mkdir -p "${MLX4_PVCM_CACHE:-/var/cache/mlx4-pvcm}/debug-kernel" 2> /dev/null &&
+	[ -w "${MLX4_PVCM_CACHE:-/var/cache/mlx4-pvcm}/debug-kernel" ]; then
+	CACHE=${MLX4_PVCM_CACHE:-/var/cache/mlx4-pvcm}/debug-kernel
 else
 	CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/pvcm-debug-kernel
 fi

@@ -36,7 +36,7 @@ ccache_off() {
 }
 
 ccache_on() {
-	local dir=${CCACHE_DIR:-/var/cache/mlx4-pvcm/ccache}
+	local dir=${CCACHE_DIR:-${MLX4_PVCM_CACHE:-/var/cache/mlx4-pvcm}/ccache}
 
 	ccache_off
 	[ "${MLX4_PVCM_CCACHE:-1}" = 1 ] && [ -x /usr/lib/ccache/gcc ] ||
