@@ -47,49 +47,51 @@ struct cm_globals cmg = {
 	},
 };
 
-/* What each reject reason of IBTA table 112 means, for log messages. */
+/*
+ * The text of each reject reason of IBTA table 112, for log messages:
+ * worded as the distribution's ib_cm words it (6.1 and 6.12 have the same
+ * table), since log watchers match these strings.
+ */
 static const struct {
 	enum ib_cm_rej_reason reason;
 	const char *text;
 } cm_rej_text[] = {
-	{ IB_CM_REJ_NO_QP, "no QP available" },
-	{ IB_CM_REJ_NO_EEC, "no EEC available" },
-	{ IB_CM_REJ_NO_RESOURCES, "out of resources" },
-	{ IB_CM_REJ_TIMEOUT, "timed out" },
-	{ IB_CM_REJ_UNSUPPORTED, "request not supported" },
-	{ IB_CM_REJ_INVALID_COMM_ID, "invalid communication ID" },
-	{ IB_CM_REJ_INVALID_COMM_INSTANCE, "invalid communication instance" },
-	{ IB_CM_REJ_INVALID_SERVICE_ID, "no listener for service ID" },
+	{ IB_CM_REJ_NO_QP, "no QP" },
+	{ IB_CM_REJ_NO_EEC, "no EEC" },
+	{ IB_CM_REJ_NO_RESOURCES, "no resources" },
+	{ IB_CM_REJ_TIMEOUT, "timeout" },
+	{ IB_CM_REJ_UNSUPPORTED, "unsupported" },
+	{ IB_CM_REJ_INVALID_COMM_ID, "invalid comm ID" },
+	{ IB_CM_REJ_INVALID_COMM_INSTANCE, "invalid comm instance" },
+	{ IB_CM_REJ_INVALID_SERVICE_ID, "invalid service ID" },
 	{ IB_CM_REJ_INVALID_TRANSPORT_TYPE, "invalid transport type" },
-	{ IB_CM_REJ_STALE_CONN, "stale connection" },
-	{ IB_CM_REJ_RDC_NOT_EXIST, "RDC does not exist" },
+	{ IB_CM_REJ_STALE_CONN, "stale conn" },
+	{ IB_CM_REJ_RDC_NOT_EXIST, "RDC not exist" },
 	{ IB_CM_REJ_INVALID_GID, "invalid GID" },
 	{ IB_CM_REJ_INVALID_LID, "invalid LID" },
 	{ IB_CM_REJ_INVALID_SL, "invalid SL" },
 	{ IB_CM_REJ_INVALID_TRAFFIC_CLASS, "invalid traffic class" },
 	{ IB_CM_REJ_INVALID_HOP_LIMIT, "invalid hop limit" },
 	{ IB_CM_REJ_INVALID_PACKET_RATE, "invalid packet rate" },
-	{ IB_CM_REJ_INVALID_ALT_GID, "invalid alternate GID" },
-	{ IB_CM_REJ_INVALID_ALT_LID, "invalid alternate LID" },
-	{ IB_CM_REJ_INVALID_ALT_SL, "invalid alternate SL" },
-	{ IB_CM_REJ_INVALID_ALT_TRAFFIC_CLASS,
-	  "invalid alternate traffic class" },
-	{ IB_CM_REJ_INVALID_ALT_HOP_LIMIT, "invalid alternate hop limit" },
-	{ IB_CM_REJ_INVALID_ALT_PACKET_RATE, "invalid alternate packet rate" },
-	{ IB_CM_REJ_PORT_CM_REDIRECT, "CM redirected to another port" },
-	{ IB_CM_REJ_PORT_REDIRECT, "redirected to another port" },
-	{ IB_CM_REJ_INVALID_MTU, "invalid path MTU" },
+	{ IB_CM_REJ_INVALID_ALT_GID, "invalid alt GID" },
+	{ IB_CM_REJ_INVALID_ALT_LID, "invalid alt LID" },
+	{ IB_CM_REJ_INVALID_ALT_SL, "invalid alt SL" },
+	{ IB_CM_REJ_INVALID_ALT_TRAFFIC_CLASS, "invalid alt traffic class" },
+	{ IB_CM_REJ_INVALID_ALT_HOP_LIMIT, "invalid alt hop limit" },
+	{ IB_CM_REJ_INVALID_ALT_PACKET_RATE, "invalid alt packet rate" },
+	{ IB_CM_REJ_PORT_CM_REDIRECT, "port CM redirect" },
+	{ IB_CM_REJ_PORT_REDIRECT, "port redirect" },
+	{ IB_CM_REJ_INVALID_MTU, "invalid MTU" },
 	{ IB_CM_REJ_INSUFFICIENT_RESP_RESOURCES,
-	  "not enough responder resources" },
-	{ IB_CM_REJ_CONSUMER_DEFINED, "rejected by consumer" },
-	{ IB_CM_REJ_INVALID_RNR_RETRY, "invalid RNR retry count" },
-	{ IB_CM_REJ_DUPLICATE_LOCAL_COMM_ID,
-	  "duplicate local communication ID" },
-	{ IB_CM_REJ_INVALID_CLASS_VERSION, "unsupported class version" },
+	  "insufficient resp resources" },
+	{ IB_CM_REJ_CONSUMER_DEFINED, "consumer defined" },
+	{ IB_CM_REJ_INVALID_RNR_RETRY, "invalid RNR retry" },
+	{ IB_CM_REJ_DUPLICATE_LOCAL_COMM_ID, "duplicate local comm ID" },
+	{ IB_CM_REJ_INVALID_CLASS_VERSION, "invalid class version" },
 	{ IB_CM_REJ_INVALID_FLOW_LABEL, "invalid flow label" },
-	{ IB_CM_REJ_INVALID_ALT_FLOW_LABEL, "invalid alternate flow label" },
+	{ IB_CM_REJ_INVALID_ALT_FLOW_LABEL, "invalid alt flow label" },
 	{ IB_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED,
-	  "vendor option not supported" },
+	  "vendor option is not supported" },
 };
 
 const char *__attribute_const__ ibcm_reject_msg(int reason)

@@ -205,6 +205,73 @@ static void reject_reason_text(void)
 			  ibcm_reject_msg(IB_CM_REJ_NO_QP));
 }
 
+/*
+ * The text of every reason, as the distribution's ib_cm of 6.1 and 6.12
+ * words it (the two have the same table): log parsers written for that
+ * module match these strings.  Reason 34, 0 and anything out of range
+ * have no text of their own.
+ */
+static const struct {
+	int reason;
+	const char *text;
+} distro_rej_text[] = {
+	{ 0, "unrecognized reason" },
+	{ IB_CM_REJ_NO_QP, "no QP" },
+	{ IB_CM_REJ_NO_EEC, "no EEC" },
+	{ IB_CM_REJ_NO_RESOURCES, "no resources" },
+	{ IB_CM_REJ_TIMEOUT, "timeout" },
+	{ IB_CM_REJ_UNSUPPORTED, "unsupported" },
+	{ IB_CM_REJ_INVALID_COMM_ID, "invalid comm ID" },
+	{ IB_CM_REJ_INVALID_COMM_INSTANCE, "invalid comm instance" },
+	{ IB_CM_REJ_INVALID_SERVICE_ID, "invalid service ID" },
+	{ IB_CM_REJ_INVALID_TRANSPORT_TYPE, "invalid transport type" },
+	{ IB_CM_REJ_STALE_CONN, "stale conn" },
+	{ IB_CM_REJ_RDC_NOT_EXIST, "RDC not exist" },
+	{ IB_CM_REJ_INVALID_GID, "invalid GID" },
+	{ IB_CM_REJ_INVALID_LID, "invalid LID" },
+	{ IB_CM_REJ_INVALID_SL, "invalid SL" },
+	{ IB_CM_REJ_INVALID_TRAFFIC_CLASS, "invalid traffic class" },
+	{ IB_CM_REJ_INVALID_HOP_LIMIT, "invalid hop limit" },
+	{ IB_CM_REJ_INVALID_PACKET_RATE, "invalid packet rate" },
+	{ IB_CM_REJ_INVALID_ALT_GID, "invalid alt GID" },
+	{ IB_CM_REJ_INVALID_ALT_LID, "invalid alt LID" },
+	{ IB_CM_REJ_INVALID_ALT_SL, "invalid alt SL" },
+	{ IB_CM_REJ_INVALID_ALT_TRAFFIC_CLASS, "invalid alt traffic class" },
+	{ IB_CM_REJ_INVALID_ALT_HOP_LIMIT, "invalid alt hop limit" },
+	{ IB_CM_REJ_INVALID_ALT_PACKET_RATE, "invalid alt packet rate" },
+	{ IB_CM_REJ_PORT_CM_REDIRECT, "port CM redirect" },
+	{ IB_CM_REJ_PORT_REDIRECT, "port redirect" },
+	{ IB_CM_REJ_INVALID_MTU, "invalid MTU" },
+	{ IB_CM_REJ_INSUFFICIENT_RESP_RESOURCES,
+	  "insufficient resp resources" },
+	{ IB_CM_REJ_CONSUMER_DEFINED, "consumer defined" },
+	{ IB_CM_REJ_INVALID_RNR_RETRY, "invalid RNR retry" },
+	{ IB_CM_REJ_DUPLICATE_LOCAL_COMM_ID, "duplicate local comm ID" },
+	{ IB_CM_REJ_INVALID_CLASS_VERSION, "invalid class version" },
+	{ IB_CM_REJ_INVALID_FLOW_LABEL, "invalid flow label" },
+	{ IB_CM_REJ_INVALID_ALT_FLOW_LABEL, "invalid alt flow label" },
+	{ 34, "unrecognized reason" },
+	{ IB_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED,
+	  "vendor option is not supported" },
+	{ 36, "unrecognized reason" },
+	{ -1, "unrecognized reason" },
+	{ 1000, "unrecognized reason" },
+};
+
+static void reject_reason_text_is_distro_text(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(distro_rej_text); i++) {
+		if (strcmp(ibcm_reject_msg(distro_rej_text[i].reason),
+			   distro_rej_text[i].text))
+			IBST_FAIL("reason %d: \"%s\", the distribution says \"%s\"",
+				  distro_rej_text[i].reason,
+				  ibcm_reject_msg(distro_rej_text[i].reason),
+				  distro_rej_text[i].text);
+	}
+}
+
 static const struct ibst_case cases[] = {
 	IBST_CASE(idle_id_rejects_every_call),
 	IBST_CASE(parameter_limits),
@@ -212,6 +279,7 @@ static const struct ibst_case cases[] = {
 	IBST_CASE(service_id_assignment),
 	IBST_CASE(shared_listen),
 	IBST_CASE(reject_reason_text),
+	IBST_CASE(reject_reason_text_is_distro_text),
 	{}
 };
 
