@@ -2347,6 +2347,13 @@ static int cm_send_rej_locked(struct cm_id_private *priv,
 		return ret;
 
 	/*
+	 * Traced before anything changes, as the distribution's ib_cm does:
+	 * in the state the REJ is sent from, also when it cannot be built
+	 * or the state has nothing to reject.
+	 */
+	trace_icm_send_rej(&priv->id, reason);
+
+	/*
 	 * Once our REP is out the peer may already use the QP: go through
 	 * TimeWait.  Earlier in the handshake nothing was used yet.
 	 */
@@ -2362,7 +2369,6 @@ static int cm_send_rej_locked(struct cm_id_private *priv,
 		return PTR_ERR(msg);
 	cm_put_rej_for(priv, msg->mad, state, reason, ari, ari_len, pdata,
 		       pdata_len);
-	trace_icm_send_rej(&priv->id, reason);
 	return cm_msg_send_or_release(msg);
 
 refused:

@@ -1539,6 +1539,102 @@ out:
 	rx_active_end(&a);
 }
 
+/*
+ * ib_send_cm_rej() on @id (@destroy: ib_destroy_cm_id(), which sends the
+ * REJ itself), watched through the icm_send_rej tracepoint: its return,
+ * with @w filled in by what the tracepoint saw.  With @nth, the nth
+ * allocation of the call fails.
+ */
+static int rx_rej_watched(struct ib_cm_id *id, bool destroy,
+			  struct cm_test_rej_seen *w, int nth)
+{
+	int ret;
+
+	memset(w, 0, sizeof(*w));
+	w->id = id;
+	w->state = -1;
+	ret = cm_test_rej_watch(w);
+	if (ret) {
+		IBST_FAIL("cannot attach to icm_send_rej: %d", ret);
+		if (destroy)
+			ib_destroy_cm_id(id);
+		return ret;
+	}
+	if (nth)
+		cm_fault_arm(nth);
+	if (destroy)
+		ib_destroy_cm_id(id);
+	else
+		ret = ib_send_cm_rej(id, IB_CM_REJ_INVALID_SERVICE_ID, NULL, 0,
+				     NULL, 0);
+	if (nth)
+		cm_fault_disarm();
+	cm_test_rej_unwatch(w);
+	return ret;
+}
+
+/*
+ * A tracer of icm_send_rej sees the state the REJ was sent from, as with
+ * the distribution's ib_cm: not the IDLE or TimeWait the REJ moves the
+ * cm_id to.  The event also fires when no message can be built for the
+ * REJ, and when the cm_id's state has no REJ to send.
+ */
+static void send_rej_traced_before_state_changes(void)
+{
+	struct cm_test_rej_seen w;
+	struct rx_passive c;
+	struct ib_cm_id *idle;
+
+	/* A REQ we hold: the REJ resets the ID to IDLE. */
+	if (rx_passive_req(&c)) {
+		IBST_EXPECT_EQ(rx_rej_watched(c.id, false, &w, 0), 0);
+		IBST_EXPECT_EQ(w.count, 1);
+		IBST_EXPECT_EQ(w.state, IB_CM_REQ_RCVD);
+		IBST_EXPECT_EQ(w.reason, IB_CM_REJ_INVALID_SERVICE_ID);
+		IBST_EXPECT_EQ(rx_state(c.id), IB_CM_IDLE);
+	} else {
+		IBST_FAIL("no REQ to reject");
+	}
+	rx_passive_end(&c);
+
+	/*
+	 * Our REP is out: the REJ takes the ID to TimeWait.  Destroying the
+	 * ID sends it, so that the REP is cancelled too (ib_send_cm_rej()
+	 * leaves it to be sent again until its retries run out, as the
+	 * distribution's does, and the ID's destruction would wait for that).
+	 */
+	if (rx_passive_req(&c) && !rx_passive_rep(&c)) {
+		rx_rej_watched(c.id, true, &w, 0);
+		c.id = NULL;
+		IBST_EXPECT_EQ(w.count, 1);
+		IBST_EXPECT_EQ(w.state, IB_CM_REP_SENT);
+		IBST_EXPECT_EQ(w.reason, IB_CM_REJ_CONSUMER_DEFINED);
+	} else {
+		IBST_FAIL("no REP to reject");
+	}
+	rx_passive_end(&c);
+
+	/* No send buffer for the REJ: still traced, from REQ_RCVD. */
+	if (rx_passive_req(&c)) {
+		IBST_EXPECT_EQ(rx_rej_watched(c.id, false, &w, 1), -ENOMEM);
+		IBST_EXPECT_EQ(w.count, 1);
+		IBST_EXPECT_EQ(w.state, IB_CM_REQ_RCVD);
+	} else {
+		IBST_FAIL("no REQ to reject");
+	}
+	rx_passive_end(&c);
+
+	/* Nothing to reject in IDLE: traced, then refused. */
+	idle = ib_create_cm_id(rx_dev, rx_handler, NULL);
+	IBST_EXPECT_NOT_ERR(idle);
+	if (IS_ERR(idle))
+		return;
+	IBST_EXPECT_EQ(rx_rej_watched(idle, false, &w, 0), -EINVAL);
+	IBST_EXPECT_EQ(w.count, 1);
+	IBST_EXPECT_EQ(w.state, IB_CM_IDLE);
+	ib_destroy_cm_id(idle);
+}
+
 /* Our DREQ answered by DREP: TimeWait, then TIMEWAIT_EXIT and IDLE. */
 static void drep_timewait_exit(void)
 {
@@ -2991,6 +3087,7 @@ static const struct ibst_case cm_rx_cases[] = {
 	IBST_CASE(mra_out_of_place_dropped),
 	IBST_CASE(rej_received),
 	IBST_CASE(rej_timeout_found_by_ca_guid),
+	IBST_CASE(send_rej_traced_before_state_changes),
 	IBST_CASE(drep_timewait_exit),
 	IBST_CASE(dreq_unanswered),
 	IBST_CASE(notify_comm_est),

@@ -10,6 +10,8 @@
  * sysfs files show, and cm_test_flush() waits for queued receive work.
  * cm_test_lap_on_roce() lets the LAP receive rules run on a RoCE port,
  * and cm_test_dev_refs() shows the references held on a CM device.
+ * cm_test_rej_watch() attaches to the icm_send_rej tracepoint the way a
+ * tracing tool would, and records what it saw of one cm_id.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -19,6 +21,7 @@
 
 #include "cm_priv.h"
 #include "cm_test_hook.h"
+#include "cm_trace.h"
 
 /*
  * A received MAD that no peer sent: the single-segment completion the MAD
@@ -322,3 +325,42 @@ unsigned long cm_test_id_count(void)
 	return n;
 }
 EXPORT_SYMBOL_NS_GPL(cm_test_id_count, IB_CM_TEST);
+
+/* Runs where the event fires, with the cm_id's lock held. */
+static void cm_test_rej_probe(void *data, const struct ib_cm_id *cm_id,
+			      int reason)
+{
+	struct cm_test_rej_seen *seen = data;
+
+	if (cm_id != seen->id)
+		return;
+	WRITE_ONCE(seen->state, cm_id->state);
+	WRITE_ONCE(seen->reason, reason);
+	WRITE_ONCE(seen->count, seen->count + 1);
+}
+
+/**
+ * cm_test_rej_watch() - Record the icm_send_rej events of one cm_id.
+ * @seen: ->id names the cm_id; the other fields are filled in as the
+ *	  event fires, until cm_test_rej_unwatch()
+ *
+ * Return: 0, or the error of attaching to the tracepoint.
+ */
+int cm_test_rej_watch(struct cm_test_rej_seen *seen)
+{
+	return register_trace_icm_send_rej(cm_test_rej_probe, seen);
+}
+EXPORT_SYMBOL_NS_GPL(cm_test_rej_watch, IB_CM_TEST);
+
+/**
+ * cm_test_rej_unwatch() - Stop recording for cm_test_rej_watch().
+ * @seen: what was given to cm_test_rej_watch()
+ *
+ * Returns once no probe call can touch @seen any more.
+ */
+void cm_test_rej_unwatch(struct cm_test_rej_seen *seen)
+{
+	unregister_trace_icm_send_rej(cm_test_rej_probe, seen);
+	tracepoint_synchronize_unregister();
+}
+EXPORT_SYMBOL_NS_GPL(cm_test_rej_unwatch, IB_CM_TEST);

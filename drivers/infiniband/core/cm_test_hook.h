@@ -10,6 +10,7 @@
 #define IB_CM_TEST_HOOK_H
 
 #include <rdma/ib_verbs.h>
+#include <rdma/ib_cm.h>
 
 int cm_test_inject(struct ib_device *ibdev, u32 port_num,
 		   const union ib_gid *sgid, const union ib_gid *dgid,
@@ -20,6 +21,23 @@ void cm_test_flush(void);
 int cm_test_lap_on_roce(struct ib_device *ibdev, u32 port_num, bool on);
 long cm_test_dev_refs(struct ib_device *ibdev, u32 port_num);
 unsigned long cm_test_id_count(void);
+
+/**
+ * struct cm_test_rej_seen - what the icm_send_rej tracepoint recorded
+ * @id: the cm_id watched; set by the test before cm_test_rej_watch()
+ * @count: how many times the event fired for @id
+ * @state: @id's state when it last fired
+ * @reason: the reason it last carried
+ */
+struct cm_test_rej_seen {
+	const struct ib_cm_id *id;
+	unsigned int count;
+	enum ib_cm_state state;
+	int reason;
+};
+
+int cm_test_rej_watch(struct cm_test_rej_seen *seen);
+void cm_test_rej_unwatch(struct cm_test_rej_seen *seen);
 void cm_fault_arm(int nth);
 int cm_fault_disarm(void);
 
