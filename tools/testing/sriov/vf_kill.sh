@@ -110,7 +110,7 @@ remote)
 	# VF 1's connections must outlive whatever the machine's speed: stop
 	# its server once it has them all (its sends, if posted, still go
 	# out; the client then waits for the server's disconnect)
-	wait_until "$(step_time_left 150)" ucma_up /tmp/ucma-vf1.out
+	wait_soon "$(step_time_left 150)" ucma_up /tmp/ucma-vf1.out
 	if ucma_up /tmp/ucma-vf1.out; then
 		tap_ok "the server for vf1 has its connections"
 	else
