@@ -44,7 +44,8 @@ REPORTED='(connect|accept|listen|bind|resolve|rdma_[a-z_]*)[ :].*(error|fail|Can
 reported() {
 	local line
 
-	while IFS= read -r line; do
+	# (a last line without its newline too, as grep reads it)
+	while IFS= read -r line || [ -n "$line" ]; do
 		[[ $line =~ $REPORTED ]] && return 0
 	done < "$1"
 	return 1
@@ -63,6 +64,9 @@ bounded() {
 	local polls=$(($(scaled_secs "$1") * 5)) out=$2 pid t i grace=-1 rc=124
 
 	shift 2
+	# emptied here, not by the child's redirection: the first poll may
+	# come before the child runs, and must not read the last run's lines
+	: > "$out"
 	"$@" > "$out" 2>&1 &
 	pid=$!
 	for ((i = 0; i < polls; i++)); do
