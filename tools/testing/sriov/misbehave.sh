@@ -44,7 +44,7 @@ remote)
 vf2)
 	rping_client during-flood "$REMOTE_IP" $((BASE + 1)) "$COUNT" &
 	c1=$!
-	wait_until 60 pinging during-flood || echo "# no ping within 60 s"
+	wait_soon 60 pinging during-flood || echo "# no ping within 60 s"
 	vm_signal vf2-pinging
 	vm_wait abuse-done 120 || echo "# VF 1 never finished"
 	wait "$c1"

@@ -148,7 +148,7 @@ vm_nap() {
 # minute took the host 18 CPU seconds more than an idle one, and
 # "rdma resource show | grep" 29.  The rig's waits are for something
 # that stays once it happened, so a long one loses nothing by looking
-# less often, and at most a second when it ends.
+# less often, and at most a second and one try when it ends.
 wait_until() {
 	local end=$((SECONDS + $1 * ${VM_TIME_SCALE:-1})) tries=0 nap=2
 
@@ -162,7 +162,9 @@ wait_until() {
 }
 
 # wait_soon SECONDS CMD...: wait_until, trying every 0.2 s throughout,
-# for a wait whose end must be acted on at once.
+# for a wait whose end must be acted on at once, or whose try starts no
+# program (a shell test of a file: the barriers and signals between the
+# guests, which hand a step on from one guest to the next).
 wait_soon() {
 	local end=$((SECONDS + $1 * ${VM_TIME_SCALE:-1}))
 
@@ -508,7 +510,7 @@ vm_barrier() {
 	mkdir -p "$VM_SHARED" 2>/dev/null
 	: > "$VM_SHARED/barrier.$name.vm$VM_INDEX" || return 1
 	for i in $guests; do
-		wait_until "$secs" test -e "$VM_SHARED/barrier.$name.vm$i" || return 1
+		wait_soon "$secs" test -e "$VM_SHARED/barrier.$name.vm$i" || return 1
 	done
 }
 
@@ -534,5 +536,5 @@ vm_signal() {
 }
 
 vm_wait() {
-	wait_until "${2:-60}" test -e "$VM_SHARED/signal.$1"
+	wait_soon "${2:-60}" test -e "$VM_SHARED/signal.$1"
 }
