@@ -487,6 +487,7 @@ start_vms() {
 	# it boot: its watchdog fires after HANG_BOOT_TIMEOUT, while the boot
 	# after it gets the whole BOOT_TIMEOUT, as any boot does.
 	[ "$HANG_FIRST" = 1 ] && [ "$BOOTS" = 1 ] && [ "$BOOT_TIMEOUT" -gt 0 ] &&
+		[ "$HANG_BOOT_TIMEOUT" -lt "$BOOT_TIMEOUT" ] &&
 		BOOT_WAIT=$HANG_BOOT_TIMEOUT
 	[ "$BOOT_WAIT" -gt 0 ] &&
 		BOOT_DEADLINE=$(awk -v t="$T0" -v d="$BOOT_WAIT" 'BEGIN { printf "%d", t + d }')
