@@ -177,7 +177,8 @@ mutants: modules
 	@$(TOP)/tools/testing/mutants/run --build $(BUILD) --kdir $(KDIR)
 
 # The same suites on a debug kernel (KASAN, lockdep, kmemleak, fail-nth),
-# built once from linux-source-6.1 and cached in /var/cache/mlx4-pvcm.
+# built once from linux-source-6.1 and cached in /var/cache/mlx4-pvcm
+# (MLX4_PVCM_CACHE, tools/cache-dir.sh).
 # .ci/run runs its subset (check-debug --ci) after make check.
 check-debug: deps source
 	@$(TOP)/tools/testing/check-debug

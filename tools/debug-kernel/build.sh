@@ -68,11 +68,14 @@ while [ $# -gt 0 ]; do
 	*) echo "build.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
 	esac
 done
+# shellcheck source=tools/cache-dir.sh
+. "$HERE/../cache-dir.sh"
 if [ -n "$CACHE" ]; then
 	:
-elif mkdir -p "${MLX4_PVCM_CACHE:-/var/cache/mlx4-pvcm}/debug-kernel" 2> /dev/null &&
-	[ -w "${MLX4_PVCM_CACHE:-/var/cache/mlx4-pvcm}/debug-kernel" ]; then
-	CACHE=${MLX4_PVCM_CACHE:-/var/cache/mlx4-pvcm}/debug-kernel
+elif root=$(pvcm_cache_root); then
+	CACHE=$root/debug-kernel
+elif [ $? = 2 ]; then
+	exit 2
 else
 	CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/pvcm-debug-kernel
 fi

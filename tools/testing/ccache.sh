@@ -16,13 +16,16 @@
 # shows in them.
 #
 #   ccache_on          put ccache's compiler links first in PATH (or
-#                      take them out of it)
+#                      take them out of it); status 2 when
+#                      MLX4_PVCM_CACHE names a directory it cannot write
 #   ccache_off         take them out of PATH
 #   ccache_counts      print "HITS MISSES" of the cache so far
 #   ccache_summary H M print a comment with the hits and misses since a
 #                      ccache_counts that printed "H M"
 
 MLX4_PVCM_CCACHE_ON=0
+# shellcheck source=tools/cache-dir.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../cache-dir.sh"
 
 ccache_off() {
 	local p=:$PATH:
@@ -36,11 +39,15 @@ ccache_off() {
 }
 
 ccache_on() {
-	local dir=${CCACHE_DIR:-${MLX4_PVCM_CACHE:-/var/cache/mlx4-pvcm}/ccache}
+	local dir=${CCACHE_DIR:-} root
 
 	ccache_off
 	[ "${MLX4_PVCM_CCACHE:-1}" = 1 ] && [ -x /usr/lib/ccache/gcc ] ||
 		return 0
+	if [ -z "$dir" ]; then
+		root=$(pvcm_cache_root) || return $(($? == 2 ? 2 : 0))
+		dir=$root/ccache
+	fi
 	mkdir -p "$dir" 2> /dev/null && [ -w "$dir" ] || return 0
 	export CCACHE_DIR=$dir PATH=/usr/lib/ccache:$PATH
 	MLX4_PVCM_CCACHE_ON=1
