@@ -140,39 +140,43 @@ vm_nap() {
 	sleep "$1"
 }
 
-# wait_until SECONDS CMD...: retry CMD until it succeeds, for SECONDS
-# (scaled) of wall time (however long each try takes): every 0.2 s for
-# the first ten tries, then a tenth of a second later each time, up to
-# once a second.  A try that starts a program costs the host tens of
+# wait_paced MAXNAP SECONDS CMD...: retry CMD until it succeeds, for
+# SECONDS (scaled) of wall time (however long each try takes): every
+# 0.2 s for the first ten tries, then a tenth of a second later each
+# time, up to MAXNAP tenths of a second apart.  The locals have names no
+# caller's CMD would read (CMD may be a function of the caller's that
+# reads the caller's own variables).
+wait_paced() {
+	local _wp_max=$1 _wp_end=$((SECONDS + $2 * ${VM_TIME_SCALE:-1}))
+	local _wp_tries=0 _wp_nap=2
+
+	shift 2
+	while ! "$@"; do
+		[ "$SECONDS" -lt "$_wp_end" ] || return 1
+		_wp_tries=$((_wp_tries + 1))
+		[ "$_wp_tries" -le 10 ] || [ "$_wp_nap" -ge "$_wp_max" ] ||
+			_wp_nap=$((_wp_nap + 1))
+		vm_nap "$((_wp_nap / 10)).$((_wp_nap % 10))"
+	done
+}
+
+# wait_until SECONDS CMD...: wait_paced, slowing down to one try a
+# second.  A try that starts a program costs the host tens of
 # milliseconds of CPU under TCG: a guest running grep every 0.2 s for a
 # minute took the host 18 CPU seconds more than an idle one, and
 # "rdma resource show | grep" 29.  The rig's waits are for something
 # that stays once it happened, so a long one loses nothing by looking
 # less often, and at most a second and one try when it ends.
 wait_until() {
-	local end=$((SECONDS + $1 * ${VM_TIME_SCALE:-1})) tries=0 nap=2
-
-	shift
-	while ! "$@"; do
-		[ "$SECONDS" -lt "$end" ] || return 1
-		tries=$((tries + 1))
-		[ "$tries" -le 10 ] || [ "$nap" -ge 10 ] || nap=$((nap + 1))
-		vm_nap "$((nap / 10)).$((nap % 10))"
-	done
+	wait_paced 10 "$@"
 }
 
-# wait_soon SECONDS CMD...: wait_until, trying every 0.2 s throughout,
+# wait_soon SECONDS CMD...: wait_paced, trying every 0.2 s throughout,
 # for a wait whose end must be acted on at once, or whose try starts no
 # program (a shell test of a file: the barriers and signals between the
 # guests, which hand a step on from one guest to the next).
 wait_soon() {
-	local end=$((SECONDS + $1 * ${VM_TIME_SCALE:-1}))
-
-	shift
-	while ! "$@"; do
-		[ "$SECONDS" -lt "$end" ] || return 1
-		vm_nap 0.2
-	done
+	wait_paced 2 "$@"
 }
 
 # wait_until_clock SECONDS CMD...: wait_until for a bound the protocol
