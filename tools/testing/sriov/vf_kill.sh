@@ -3,17 +3,28 @@
 #
 # A VF guest dies in the middle of ucmatose (tools/testing/sriov/run
 # --vf-test and --remote-test, pf_vf_kill.sh on the PF; the last step of a
-# run, since VF 1 does not come back).  Both VFs run ucmatose -c 50, VF 1
-# with ten times the messages per connection (its message phase outlasts
-# the kill), and an rping that runs until it is stopped, to servers on
-# the remote.  Once the remote's server for VF 1 has all its connections
-# up, the remote stops it (SIGSTOP): VF 1's client waits for messages, or
-# for a disconnect, that cannot come, so its connections stay up however
-# slow the machine is.  Once both VFs have everything up, VF 1 has the
-# host kill its QEMU (vm_kill_me: no shutdown, no DREQ).  VF 2's rping
-# must go on pinging after the PF cleaned VF 1's ids, its ucmatose must
-# end well, and a new rping from VF 2 must pass.  The remote then closes
-# VF 1's connections: its DREQs for the dead VF are for the PF to refuse.
+# run, since VF 1 does not come back).  Both VFs run ucmatose -c 50 and an
+# rping that runs until it is stopped, to servers on the remote.
+#
+# VF 1's connections must be up when it dies, however slow the machine:
+# its ucmatose client waits for twice the messages its server sends.  A
+# ucmatose client answers only once it has all its messages, and the
+# server disconnects only once it has all the answers, so neither side
+# ever gets to its disconnect: the hold needs no timing.  (It used to rely
+# on the remote stopping the server before the data phase ended, a race
+# that a starved guest could lose.)  Each side is stopped (SIGSTOP) once
+# its connect phase is over, so that it does not spin in its poll for
+# the rest of the step.  The server's stop also closes the one way left
+# to a disconnect: ucmatose counts flushed completions as done, so a
+# server all of whose 50 QPs failed (their sends out of retries, on a
+# machine starved for seconds) would end its poll and disconnect; stopped
+# within a second of its data phase, it cannot.
+#
+# Once both VFs have everything up, VF 1 has the host kill its QEMU
+# (vm_kill_me: no shutdown, no DREQ).  VF 2's rping must go on pinging
+# after the PF cleaned VF 1's ids, its ucmatose must end well, and a new
+# rping from VF 2 must pass.  The remote then closes VF 1's connections:
+# its DREQs for the dead VF are for the PF to refuse.
 #
 # Every wait is for something seen to happen (a line of ucmatose's, a
 # ping), bounded only by the step's time: never a transient state that a
@@ -25,8 +36,7 @@
 . "$SRIOV_LIB"
 
 CONNS=${UCMA_CONNS:-50}
-MSGS=${KILL_MSGS:-100}
-MSGS1=${KILL_MSGS1:-1000}	# VF 1's (ucmatose posts as many receives)
+MSGS=${KILL_MSGS:-100}	# what each server sends per connection
 PORT=7481
 HOLD=7483	# + slave: the rping that runs until it is stopped
 AFTER=10	# pings VF 2's rping must make after VF 1's clean
@@ -59,8 +69,10 @@ pings() {
 	rping_pings /tmp/hold.out
 }
 
-msgs_of() {
-	if [ "$1" = 1 ]; then echo "$MSGS1"; else echo "$MSGS"; fi
+# client_msgs: what this VF's ucmatose client waits for per connection;
+# VF 1's more than its server sends, so that it never answers (above)
+client_msgs() {
+	if [ "$SRIOV_SLAVE" = 1 ]; then echo $((2 * MSGS)); else echo "$MSGS"; fi
 }
 
 # pinging N: the held rping runs and has made N pings
@@ -83,7 +95,7 @@ start_clients() {
 		-p $((HOLD + SRIOV_SLAVE)) -v > /tmp/hold.out 2>&1
 	hold=$!
 	bg_with_timeout 280 stdbuf -oL ucmatose -s "$REMOTE_IP" -b "$MY_IP" \
-		-p $((PORT + SRIOV_SLAVE)) -c "$CONNS" -C "$(msgs_of "$SRIOV_SLAVE")" \
+		-p $((PORT + SRIOV_SLAVE)) -c "$CONNS" -C "$(client_msgs)" \
 		> /tmp/ucma.out 2>&1
 	ucma=$!
 	wait_until "$(step_time_left 150)" clients_up
@@ -95,7 +107,7 @@ case "$SRIOV_NAME" in
 remote)
 	for s in 1 2; do
 		bg_with_timeout 280 stdbuf -oL ucmatose -b "$MY_IP" -p $((PORT + s)) \
-			-c "$CONNS" -C "$(msgs_of "$s")" > "/tmp/ucma-vf$s.out" 2>&1
+			-c "$CONNS" -C "$MSGS" > "/tmp/ucma-vf$s.out" 2>&1
 		eval "p$s=\$!"
 		bg_with_timeout 280 rping -s -a "$MY_IP" -p $((HOLD + s)) -v \
 			> "/tmp/hold-vf$s.out" 2>&1
@@ -107,10 +119,10 @@ remote)
 		done
 	done
 	vm_signal kill-up
-	# VF 1's connections must outlive whatever the machine's speed: stop
-	# its server once it has them all (its sends, if posted, still go
-	# out; the client then waits for the server's disconnect)
-	wait_soon "$(step_time_left 150)" ucma_up /tmp/ucma-vf1.out
+	# the server for VF 1 waits for answers that never come: stop it
+	# once it has its connections, so that it neither spins meanwhile
+	# nor, should all its QPs fail, disconnects (above)
+	wait_until "$(step_time_left 150)" ucma_up /tmp/ucma-vf1.out
 	if ucma_up /tmp/ucma-vf1.out; then
 		tap_ok "the server for vf1 has its connections"
 	else
@@ -146,8 +158,10 @@ remote)
 	;;
 vf1)
 	start_clients
+	# waiting for messages that never come: no need to spin meanwhile
+	tap_check "vf1: its ucmatose is stopped" kill -STOP "$(ucma_child "$ucma")"
 	vm_wait vf1-held "$(step_time_left 120)" || echo "# the remote never stopped vf1's server"
-	# held by the stopped server: all of them, and the rping's
+	# all of them held, and the rping's
 	tap_check "vf1: its connections held: $CONNS and the rping's" \
 		connected $((CONNS + 1))
 	vm_wait vf2-connected "$(step_time_left 90)" || echo "# vf2 never connected"
