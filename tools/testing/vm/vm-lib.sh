@@ -810,6 +810,16 @@ vmlib_report() {
 			[ "$rc" = 0 ] || { ok=0; echo "# ${p}exit status $rc"; }
 			times="$times ${p}$(cat "$RUN/vm$i/test-$n.time" 2>/dev/null)s"
 		done
+		# The failed points again, last: a log that shows only the
+		# lines before this point's (a CI excerpt) still says which.
+		if [ "$ok" = 0 ]; then
+			for i in $vms; do
+				grep -h '^not ok' "$RUN/vm$i/test-$n.out" 2>/dev/null |
+					awk -v p="# failed: $(vm_prefix "$i")" '
+					NR <= 5 { print p $0 }
+					END { if (NR > 5) print p "... and " NR - 5 " more" }'
+			done
+		fi
 		[ -n "$times" ] && echo "# time:$times"
 		# Name the guests unless all of them ran it.
 		[ "$(echo "$vms" | wc -w)" = "$VMS" ] || name="${label#,}: $name"
