@@ -23,8 +23,8 @@
 #                     52:54:00:0b:KK:II+1 (hex).  No links and one guest:
 #                     restricted user networking.
 #   IDLE_TEST         a test script that is no TAP point (padding)
-#   LOG TIMEOUT BOOT_TIMEOUT HANG_FIRST HANG_BOOT_TIMEOUT ACCEL ICOUNT MEM
-#   SMP EXTRA_CMDLINE
+#   LOG TIMEOUT BOOT_TIMEOUT HANG_FIRST HANG_BOOT_TIMEOUT DIE_BOOTS ACCEL
+#   ICOUNT MEM SMP EXTRA_CMDLINE
 #   KEEP_RUNS         see vm-run --help
 #   TIME_SCALE        vm-run --time-scale: vmlib_check multiplies TIMEOUT
 #                     by it, the caller its own limits (and writes
@@ -45,6 +45,7 @@ vmlib_defaults() {
 	EXTRA_CMDLINE=
 	HANG_FIRST=0
 	HANG_BOOT_TIMEOUT=30
+	DIE_BOOTS=0
 	ACCEL=auto
 	ICOUNT=
 	MEM=2G
@@ -430,17 +431,20 @@ net_args() {
 }
 
 start_vm() {
-	local i=$1 log stopped=()
+	local i=$1 log kernel stopped=()
 
 	log=$(console_log "$i")
 	mkdir -p "$(dirname "$log")"
 	: > "$log"
 	net_args "$i"
 	[ "$HANG_FIRST" = 1 ] && [ "$BOOTS" = 1 ] && stopped=(-S)
+	# the self-test of a boot that dies: QEMU finds no kernel and exits
+	kernel=${VM_BOOT[i]}
+	[ "$DIE_BOOTS" = 1 ] && kernel=$RUN/selftest-no-such-kernel
 	qemu-system-x86_64 "${ACCEL_ARGS[@]}" "${BIOS_ARGS[@]}" "${stopped[@]}" -machine q35 -m "$MEM" -smp "$SMP" \
 		-nographic -nodefaults -no-reboot -monitor none \
 		-serial "file:$log" \
-		-kernel "${VM_BOOT[i]}" -initrd "${VM_INITRD[i]}" \
+		-kernel "$kernel" -initrd "${VM_INITRD[i]}" \
 		-append "$CMDLINE vm.index=$i vm.project=$TOP $EXTRA_CMDLINE" \
 		-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap \
 		-device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
@@ -579,10 +583,28 @@ host_put() {
 	mv -f -T "$tmp" "$1"
 }
 
+# died_how: for the boot watchdog's note, how the guests that died before
+# the test driver ended (the loop's $died): each one's first panic or Oops
+# line, else the last line QEMU printed.  The crash is not failed by
+# itself (no module under test is loaded before the driver), but it must
+# not go unseen once the boot's log is kept aside.
+died_how() {
+	local i v line
+
+	for i in "${!PIDS[@]}"; do
+		v=${VM_NAME[i]}
+		case " $died " in *" $v "*) ;; *) continue ;; esac
+		line=$(grep -a -m 1 -E 'Kernel panic|BUG:|Oops' "$(console_log "$i")" 2> /dev/null |
+			tr -d '\r')
+		[ -n "$line" ] || line=$(tail -n 1 "$RUN/qemu-vm$i.err" 2> /dev/null)
+		[ -z "$line" ] || printf ' (%s: %s)' "$v" "$line"
+	done
+}
+
 # vmlib_boot: boot every guest, wait until all have stopped (or the boot
 # watchdog or the run's timeout gave up on them).
 vmlib_boot() {
-	local i alive unbooted note
+	local i alive up unbooted died note
 
 	vmlib_accel
 	vmlib_cmdline
@@ -614,19 +636,36 @@ vmlib_boot() {
 	while :; do
 		alive=0
 		unbooted=
+		died=
 		for i in "${!PIDS[@]}"; do
-			kill -0 "${PIDS[$i]}" 2> /dev/null && alive=1
+			up=0
+			kill -0 "${PIDS[$i]}" 2> /dev/null && alive=1 up=1
 			if [ -z "${BOOT_T[$i]:-}" ] && [ -e "$RUN/vm$i/booted" ]; then
 				BOOT_T[$i]=$(elapsed "$T0" "$(now)")
 				echo "$ME: ${VM_NAME[i]} booted in ${BOOT_T[$i]} s" >&2
 			fi
-			[ -n "${BOOT_T[$i]:-}" ] || unbooted="$unbooted ${VM_NAME[i]}"
+			[ -n "${BOOT_T[$i]:-}" ] && continue
+			unbooted="$unbooted ${VM_NAME[i]}"
+			# (looked at after "booted": a guest that got there and
+			# then ended is not one that died on the way)
+			[ "$up" = 1 ] || died="$died ${VM_NAME[i]}"
 		done
-		[ "$alive" = 1 ] || break
-		kill_requested
-		if [ -n "$unbooted" ] && [ "$BOOT_DEADLINE" -gt 0 ] &&
+		# A QEMU that exited before its guest reached the test driver
+		# (a guest kernel that panicked while booting: an "Oops: int3"
+		# in sched_clock_cpu has been seen under TCG) is a failed boot
+		# now: no watchdog needs to wait for it.
+		note=
+		if [ -n "$died" ]; then
+			note="boot $BOOTS:$died: QEMU exited before the test driver"
+			note="$note$(died_how)"
+		elif [ "$alive" = 0 ]; then
+			break
+		elif [ -n "$unbooted" ] && [ "$BOOT_DEADLINE" -gt 0 ] &&
 			[ "$(date +%s)" -ge "$BOOT_DEADLINE" ]; then
 			note="boot $BOOTS:$unbooted not at the test driver after $BOOT_WAIT s"
+		fi
+		kill_requested
+		if [ -n "$note" ]; then
 			if [ "$BOOTS" = 1 ]; then
 				note="$note; booting again (console log: *.boot1)"
 				BOOT_NOTES+=("$note")
@@ -680,8 +719,10 @@ why_dead() {
 	local i=$1 log v=${VM_NAME[$1]}
 
 	log=$(console_log "$i")
-	if [ "$BOOTS" = gave-up ]; then
-		echo "# $v: no result, no boot reached the test driver within $BOOT_TIMEOUT s"
+	if [ "$BOOTS" = gave-up ] && [ -e "$RUN/vm$i/booted" ]; then
+		echo "# $v: no result, the run was given up: another guest's boot failed (boot watchdog, above)"
+	elif [ "$BOOTS" = gave-up ]; then
+		echo "# $v: no result, no boot reached the test driver (boot watchdog, above)"
 	elif [ "$TIMED_OUT" = 1 ]; then
 		echo "# $v: no result, the run timed out after $TIMEOUT s (hang?)"
 	elif [ ! -e "$RUN/vm$i/booted" ]; then
@@ -863,7 +904,11 @@ vmlib_report() {
 
 	boot=""
 	for i in "${!PIDS[@]}"; do
-		boot="$boot ${VM_NAME[i]}=${BOOT_T[$i]:-never}s"
+		if [ -n "${BOOT_T[$i]:-}" ]; then
+			boot="$boot ${VM_NAME[i]}=${BOOT_T[$i]}s"
+		else
+			boot="$boot ${VM_NAME[i]}: never"
+		fi
 	done
 	echo "# boot time (QEMU start to test driver):$boot; total $(elapsed "$T0" "$T1") s"
 	[ "$TIME_SCALE" = 1 ] ||
