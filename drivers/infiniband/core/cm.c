@@ -25,6 +25,9 @@
 #include "cm_abi.h"
 #include "cm_fault.h"
 #include "cm_priv.h"
+#ifdef IB_CM_TEST_HOOKS
+#include "cm_test_hook.h"
+#endif
 #include "cm_trace.h"
 
 MODULE_DESCRIPTION("InfiniBand communication manager");
@@ -187,11 +190,17 @@ static void cm_av_set_port(struct cm_id_private *priv, struct cm_av *av,
 	av->port = port;
 }
 
+/*
+ * Drop @av's device reference and GID attribute, and forget the rest of
+ * it too (DLID, data-path DLID, P_Key index, timeout): an empty av is one
+ * that nothing reads a path from.
+ */
 static void cm_av_clear(struct cm_id_private *priv, struct cm_av *av)
 {
 	lockdep_assert_held(&priv->lock);
 	cm_av_set_port(priv, av, NULL);
 	rdma_destroy_ah_attr(&av->ah_attr);
+	memset(av, 0, sizeof(*av));
 }
 
 /* Hand a draft's port reference and AH attributes to @av. */
@@ -1352,6 +1361,19 @@ int ib_send_cm_req(struct ib_cm_id *cm_id, struct ib_cm_req_param *param)
 		ret = -EINVAL;
 		goto drop_drafts;
 	}
+	/*
+	 * This REQ starts a connection with nothing of an earlier one of
+	 * the ID (it reconnects after TimeWait): no alternate path and no
+	 * data-path DLID unless the REQ has them; no LAP state (a migration
+	 * or LAP would have ib_cm_init_qp_attr() load and re-arm a path this
+	 * REQ never carried, instead of moving the QP to RTS); no peer (its
+	 * REP is looked up as addressed to an ID without one).
+	 */
+	cm_av_clear(priv, &priv->alt_av);
+	priv->av.dlid_datapath = 0;
+	priv->id.lap_state = IB_CM_LAP_UNINIT;
+	priv->id.remote_id = 0;
+	priv->remote_qpn = 0;
 	cm_av_publish(priv, &priv->av, &pri);
 	if (param->primary_path_outbound)
 		priv->av.dlid_datapath =
@@ -1384,6 +1406,14 @@ unlock:
 		/* Not sent: the record was never indexed; allow a retry. */
 		tw = priv->tw;
 		priv->tw = NULL;
+		/*
+		 * Nor was any path announced: keep none of them, so that no
+		 * later connection of this ID takes one for its own (an
+		 * alternate path to load or migrate to) and no device stays
+		 * referenced for them.
+		 */
+		cm_av_clear(priv, &priv->av);
+		cm_av_clear(priv, &priv->alt_av);
 	}
 	spin_unlock_irqrestore(&priv->lock, flags);
 	cm_tw_free(tw);
@@ -3361,6 +3391,29 @@ void cm_mad_recv_handler(struct ib_mad_agent *agent,
 }
 
 #ifdef IB_CM_TEST_HOOKS
+/**
+ * cm_test_av_is_clear() - Whether a cm_id's address vector holds nothing.
+ * @cm_id: the cm_id
+ * @alt: its alternate path's address vector, not the primary one
+ *
+ * Return: true if every byte of the address vector is zero: no port (nor
+ * device reference), no AH attributes, no P_Key index, timeout or
+ * data-path DLID.
+ */
+bool cm_test_av_is_clear(struct ib_cm_id *cm_id, bool alt)
+{
+	struct cm_id_private *priv = to_priv(cm_id);
+	unsigned long flags;
+	bool clear;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	clear = !memchr_inv(alt ? &priv->alt_av : &priv->av, 0,
+			    sizeof(struct cm_av));
+	spin_unlock_irqrestore(&priv->lock, flags);
+	return clear;
+}
+EXPORT_SYMBOL_NS_GPL(cm_test_av_is_clear, IB_CM_TEST);
+
 /*
  * For cm_test_inject(): take @rwc as if the MAD layer had just received it
  * on @port.  It is given back with cm_test_recv_free(), never to the MAD

@@ -853,15 +853,32 @@ static void rx_far_path(struct sa_path_rec *p, u8 life)
 	sa_path_set_dmac(p, (u8 *)rx_far_mac);
 }
 
+/* A new peer, paths to it (@with_alt: two) and a new ->id; true if made. */
+static bool rx_active_init(struct rx_active *c, bool with_alt)
+{
+	memset(c, 0, sizeof(*c));
+	rx_new_peer(&c->peer);
+	rx_far_path(&c->path, 14);
+	if (with_alt)
+		rx_far_path(&c->alt, 14);
+	c->id = ib_create_cm_id(rx_dev, rx_handler, NULL);
+	if (IS_ERR(c->id)) {
+		c->id = NULL;
+		return false;
+	}
+	return true;
+}
+
 /*
- * Send a REQ; @resp_timeout and @retries bound how long it waits for an
- * answer.  ->id is REQ_SENT on success.
+ * ib_send_cm_req() on ->id, with the alternate path if @with_alt;
+ * @resp_timeout and @retries bound how long it waits for an answer.
  */
-static bool rx_active_req(struct rx_active *c, u8 resp_timeout, u8 retries,
-			  bool with_alt)
+static int rx_active_send_req(struct rx_active *c, u8 resp_timeout,
+			      u8 retries, bool with_alt)
 {
 	struct ib_cm_req_param req = {
 		.primary_path = &c->path,
+		.alternate_path = with_alt ? &c->alt : NULL,
 		.ppath_sgid_attr = rx_gid,
 		.qp_num = 0x700000 + rx_serial,
 		.qp_type = IB_QPT_RC,
@@ -876,20 +893,19 @@ static bool rx_active_req(struct rx_active *c, u8 resp_timeout, u8 retries,
 		.max_cm_retries = retries,
 	};
 
-	memset(c, 0, sizeof(*c));
-	rx_new_peer(&c->peer);
-	rx_far_path(&c->path, 14);
-	if (with_alt) {
-		rx_far_path(&c->alt, 14);
-		req.alternate_path = &c->alt;
-	}
 	req.service_id = rx_sid();
-	c->id = ib_create_cm_id(rx_dev, rx_handler, NULL);
-	if (IS_ERR(c->id)) {
-		c->id = NULL;
-		return false;
-	}
-	return !ib_send_cm_req(c->id, &req) &&
+	return ib_send_cm_req(c->id, &req);
+}
+
+/*
+ * Send a REQ; @resp_timeout and @retries bound how long it waits for an
+ * answer.  ->id is REQ_SENT on success.
+ */
+static bool rx_active_req(struct rx_active *c, u8 resp_timeout, u8 retries,
+			  bool with_alt)
+{
+	return rx_active_init(c, with_alt) &&
+	       !rx_active_send_req(c, resp_timeout, retries, with_alt) &&
 	       rx_state(c->id) == IB_CM_REQ_SENT;
 }
 
@@ -1740,6 +1756,138 @@ static void notify_path_mig(void)
 out:
 	rx_active_destroy(&b);
 	rx_active_end(&a);
+}
+
+/*
+ * A REQ that could not be sent announced no path, whichever of
+ * ib_send_cm_req()'s allocations failed: the cm_id holds no device
+ * reference for the paths it was given, and the connection that a later
+ * REQ without an alternate path makes has no alternate path to migrate
+ * to.  (On an IB port ib_cm_init_qp_attr() would also give that path as
+ * IB_QP_ALT_PATH; RoCE address vectors have no DLID, which it needs.)
+ */
+static void failed_req_leaves_no_path(void)
+{
+	unsigned int nth, failed = 0;
+	struct rx_active c;
+	long refs;
+	int ret;
+
+	rx_quiesce();
+	refs = rx_dev_refs();
+	for (nth = 1; nth <= 16; nth++) {
+		if (!rx_active_init(&c, true)) {
+			IBST_FAIL("cannot create a cm_id");
+			return;
+		}
+		cm_fault_arm(nth);
+		ret = rx_active_send_req(&c, 20, 15, true);
+		cm_fault_disarm();
+		if (!ret) {
+			/* every allocation was made: the REQ went out */
+			rx_active_end(&c);
+			break;
+		}
+		failed++;
+		IBST_EXPECT_EQ(rx_state(c.id), IB_CM_IDLE);
+		if (!cm_test_av_is_clear(c.id, false) ||
+		    !cm_test_av_is_clear(c.id, true))
+			IBST_FAIL("allocation %u failed: the paths stay: primary %s, alternate %s",
+				  nth,
+				  cm_test_av_is_clear(c.id, false) ? "clear" : "kept",
+				  cm_test_av_is_clear(c.id, true) ? "clear" : "kept");
+		if (rx_dev_refs() != refs)
+			IBST_FAIL("allocation %u failed: %ld device references, %ld before",
+				  nth, rx_dev_refs(), refs);
+		/* The same ID connects, this time without an alternate path. */
+		IBST_EXPECT_EQ(rx_active_send_req(&c, 20, 15, false), 0);
+		IBST_EXPECT_EQ(rx_send_rep(&c.peer, c.id, 'p', 0, 0), 0);
+		cm_test_flush();
+		IBST_EXPECT(rx_wait_event(c.id, IB_CM_REP_RECEIVED, NULL));
+		IBST_EXPECT_EQ(ib_send_cm_rtu(c.id, NULL, 0), 0);
+		IBST_EXPECT_EQ(rx_state(c.id), IB_CM_ESTABLISHED);
+		ret = ib_cm_notify(c.id, IB_EVENT_PATH_MIG);
+		if (ret != -EINVAL)
+			IBST_FAIL("allocation %u failed: path migration: %d",
+				  nth, ret);
+		IBST_EXPECT_EQ(c.id->lap_state, IB_CM_LAP_UNINIT);
+		rx_active_end(&c);
+	}
+	ibst_diag("%u of ib_send_cm_req()'s allocations failed in turn",
+		  failed);
+	IBST_EXPECT_GT(failed, 0);
+	IBST_EXPECT_LE(nth, 16);
+}
+
+/* Our DREQ, the peer's DREP, TimeWait run out: the ID is IDLE again. */
+static bool rx_active_disconnect(struct rx_active *c)
+{
+	IBST_EXPECT_EQ(ib_send_cm_dreq(c->id, NULL, 0), 0);
+	IBST_EXPECT_EQ(rx_send_ids(CM_DREP_ATTR_ID, &c->peer, c->id, 'Z'), 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(c->id, IB_CM_DREP_RECEIVED, NULL));
+	RX_EXPECT_TIMEWAIT_EXIT(c->id, 0);
+	return !ibst_case_failed();
+}
+
+/*
+ * An ID that reconnects after TimeWait with a REQ without an alternate
+ * path keeps none of its first connection's: its alternate address vector
+ * is empty (no port, DLID, P_Key index or timeout for ib_cm_init_qp_attr()
+ * to load or re-arm), while its primary one is the new REQ's.
+ */
+static void reconnect_drops_old_alt_path(void)
+{
+	struct rx_active c;
+
+	IBST_EXPECT(rx_active_connect(&c, true));
+	if (ibst_case_failed())
+		goto out;
+	IBST_EXPECT(!cm_test_av_is_clear(c.id, true));
+	if (!rx_active_disconnect(&c))
+		goto out;
+	IBST_EXPECT_EQ(rx_active_send_req(&c, 20, 15, false), 0);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_REQ_SENT);
+	IBST_EXPECT(!cm_test_av_is_clear(c.id, false));
+	IBST_EXPECT(cm_test_av_is_clear(c.id, true));
+out:
+	rx_active_end(&c);
+}
+
+/*
+ * An ID that migrated to its alternate path, disconnected, and connected
+ * again with a REQ without one starts its LAP state over: for RTS,
+ * ib_cm_init_qp_attr() moves the QP to RTS instead of loading and
+ * re-arming an alternate path (all zero by now) that this REQ never
+ * carried.
+ */
+static void reconnect_starts_lap_state_over(void)
+{
+	struct ib_qp_attr qa = { .qp_state = IB_QPS_RTS };
+	struct rx_active c;
+	int mask = 0;
+
+	IBST_EXPECT(rx_active_connect(&c, true));
+	if (ibst_case_failed())
+		goto out;
+	IBST_EXPECT_EQ(ib_cm_notify(c.id, IB_EVENT_PATH_MIG), 0);
+	IBST_EXPECT_EQ(c.id->lap_state, IB_CM_LAP_IDLE);
+	if (!rx_active_disconnect(&c))
+		goto out;
+	/* The second connection, to another peer, with events of its own. */
+	rx_forget_events();
+	rx_new_peer(&c.peer);
+	IBST_EXPECT_EQ(rx_active_send_req(&c, 20, 15, false), 0);
+	IBST_EXPECT_EQ(c.id->lap_state, IB_CM_LAP_UNINIT);
+	IBST_EXPECT_EQ(rx_send_rep(&c.peer, c.id, 'q', 0, 0), 0);
+	cm_test_flush();
+	IBST_EXPECT(rx_wait_event(c.id, IB_CM_REP_RECEIVED, NULL));
+	IBST_EXPECT_EQ(ib_send_cm_rtu(c.id, NULL, 0), 0);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_ESTABLISHED);
+	IBST_EXPECT_EQ(ib_cm_init_qp_attr(c.id, &qa, &mask), 0);
+	IBST_EXPECT_EQ(mask & (IB_QP_STATE | IB_QP_ALT_PATH), IB_QP_STATE);
+out:
+	rx_active_end(&c);
 }
 
 /*
@@ -3092,6 +3240,9 @@ static const struct ibst_case cm_rx_cases[] = {
 	IBST_CASE(dreq_unanswered),
 	IBST_CASE(notify_comm_est),
 	IBST_CASE(notify_path_mig),
+	IBST_CASE(failed_req_leaves_no_path),
+	IBST_CASE(reconnect_drops_old_alt_path),
+	IBST_CASE(reconnect_starts_lap_state_over),
 	IBST_CASE(lap_apr_dropped_on_roce),
 	IBST_CASE(lap_event_alt_path_and_qp_attr),
 	IBST_CASE(lap_keeps_timewait_length),

@@ -36,6 +36,8 @@ struct cm_test_rej_seen {
 	int reason;
 };
 
+bool cm_test_av_is_clear(struct ib_cm_id *cm_id, bool alt);
+
 int cm_test_rej_watch(struct cm_test_rej_seen *seen);
 void cm_test_rej_unwatch(struct cm_test_rej_seen *seen);
 void cm_fault_arm(int nth);
