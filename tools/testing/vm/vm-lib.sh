@@ -867,6 +867,76 @@ vmlib_report() {
 		point "$ok" "$name"
 	done
 
+	# expect_once I: a test that provokes a splat on purpose announces it
+	# first, with a kernel log line "vm-run: expect once: TEXT", TEXT
+	# being the whole splat line as the kernel logs it, without its time
+	# stamp.  Every log of guest I must then hold TEXT exactly once,
+	# after exactly one announcement of it, or neither: that line is
+	# taken out of $found.  Anything else fails and lets nothing of TEXT
+	# through: the line missing, logged twice, or logged before its
+	# announcement or in a log without one; a text announced twice; an
+	# empty one.  A line that only holds TEXT is not TEXT: no
+	# announcement lets through a splat that it does not spell out in
+	# full.  The announcements are taken out of $found too (they hold
+	# their text).
+	expect_once() {
+		local i=$1 mark='vm-run: expect once: ' f k verdict ret=0
+		local announced=() keep=()
+		local -A bad=()
+
+		mapfile -t announced < <(for f in "${files[@]}"; do
+				tr -d '\r' < "$f" | awk -v mark="$mark" '
+				{ sub(/^\[[ 0-9.]*\] /, "") }
+				index($0, mark) == 1 { print substr($0, length(mark) + 1) }'
+			done | sort -u)
+		[ ${#announced[@]} -gt 0 ] || return 0
+		# each log's verdict on each text, by its index in $announced
+		# (a text itself may end in blanks that read would drop)
+		while IFS=$'\t' read -r k verdict; do
+			bad[$k]=1
+			ret=1
+			echo "# ${VM_NAME[i]}: expected once, but $verdict: ${announced[k]}"
+		done < <(for f in "${files[@]}"; do
+				tr -d '\r' < "$f" |
+				ANN=$(printf '%s\n' "${announced[@]}") awk -v mark="$mark" \
+					-v n="${#announced[@]}" '
+				BEGIN { split(ENVIRON["ANN"], t, "\n")
+					for (k = 1; k <= n; k++) want[t[k]] = k - 1 }
+				{ line = $0; sub(/^\[[ 0-9.]*\] /, "", line) }
+				index(line, mark) == 1 { a[substr(line, length(mark) + 1)]++; next }
+				line in want { if (line in a) after[line]++; else before[line]++ }
+				END {
+					for (x in want) {
+						if (x == "") {
+							if (x in a)
+								print want[x] "\tthe announcement is empty"
+							continue
+						}
+						if (!(x in a) && !(x in before))
+							continue
+						if (a[x] == 1 && after[x] == 1 && !(x in before))
+							continue
+						print want[x] "\tannounced " a[x] + 0 ", seen " \
+							after[x] + 0 " times after and " before[x] + 0 \
+							" before"
+					}
+				}'
+			done | sort -u)
+		for k in "${!announced[@]}"; do
+			[ -n "${bad[$k]:-}" ] && continue
+			keep+=("${announced[k]}")
+			echo "# ${VM_NAME[i]}: expected once and seen: ${announced[k]}"
+		done
+		found=$(LET=$(printf '%s\n' "${keep[@]}") awk -v mark="$mark" \
+			-v n="${#keep[@]}" '
+			BEGIN { split(ENVIRON["LET"], t, "\n")
+				for (k = 1; k <= n; k++) let[t[k]] = 1 }
+			{ line = $0; sub(/^\[[ 0-9.]*\] /, "", line) }
+			index(line, mark) == 1 || line in let { next }
+			{ print }' <<< "$found")
+		return $ret
+	}
+
 	# The kernel log check covers the console (panics, early boot) and
 	# the full dmesg dump (quiet hides low levels on the console until
 	# the driver runs).
@@ -888,6 +958,7 @@ vmlib_report() {
 			echo "# ${VM_NAME[i]}: the guest did not finish; its log cannot be called clean"
 		fi
 		found=$(grep -hF -f "$PATTERNS" "${files[@]}" | tr -d '\r' | sort -u)
+		expect_once "$i" || ok=0
 		user=$(grep -F -f "$USER_FAULTS" <<< "$found")
 		hits=$(grep -vF -f "$USER_FAULTS" <<< "$found")
 		if [ -n "$user" ]; then
