@@ -1106,13 +1106,94 @@ static void cm_leave_state(struct cm_id_private *priv, int err)
 		cm_reset_to_idle(priv);
 }
 
+/* The distribution's ib_cm waits this long, whatever the cm_id. */
+#define CM_DESTROY_WAIT_MIN_MS	10000
+
+/*
+ * The longest wait before the first warning.  A passive cm_id takes
+ * timeout_ms and max_cm_retries from the peer's REQ: up to 2^23 ms a send
+ * and 16 sends, about 46 h with the quarter added.  No consumer that waits
+ * in ib_destroy_cm_id() should go unreported that long.  Five minutes is
+ * over three times what rdma_cm's own values need (16 sends of about 4.2 s,
+ * 84 s with the quarter) and only delays the report: the destroy keeps
+ * waiting, and warns again each time the wait runs out.
+ */
+#define CM_DESTROY_WAIT_MAX_MS	(5 * 60 * 1000)
+
+#ifdef IB_CM_TEST_HOOKS
+/*
+ * Test builds only: the test rig caps the wait at the distribution's 10 s,
+ * so that its kernel log check still catches a destroy that waits longer
+ * than that.
+ */
+static unsigned int destroy_wait_cap_ms;
+module_param(destroy_wait_cap_ms, uint, 0644);
+MODULE_PARM_DESC(destroy_wait_cap_ms,
+		 "test builds only: wait at most this long (ms) before each warning of a cm_id destruction (0: no cap)");
+#endif
+
+/*
+ * How long cm_destroy() waits for the last reference before it warns.  A
+ * send in flight holds a reference until the MAD layer gives up on it:
+ * after the first send and max_cm_retries more, each waiting timeout_ms.
+ * That, with a quarter to spare, as upstream bases it on the CM's own
+ * values (upstream counts the retries only, and an ID that never sent
+ * would wait 0 ms); never less than the distribution's fixed wait, nor
+ * more than CM_DESTROY_WAIT_MAX_MS.
+ *
+ * An MRA from the peer lengthens an outstanding send beyond timeout_ms
+ * (ib_modify_mad() gives it the MRA's service timeout), so a destroy
+ * under an MRA may still warn before the send ends; upstream's as well.
+ */
+static unsigned int cm_destroy_wait_ms(struct cm_id_private *priv)
+{
+	u64 ms;
+
+	lockdep_assert_held(&priv->lock);
+	ms = (u64)(priv->max_cm_retries + 1) * max(priv->timeout_ms, 0);
+	ms += ms / 4;
+	ms = clamp_t(u64, ms, CM_DESTROY_WAIT_MIN_MS, CM_DESTROY_WAIT_MAX_MS);
+#ifdef IB_CM_TEST_HOOKS
+	if (READ_ONCE(destroy_wait_cap_ms))
+		ms = min_t(u64, ms, READ_ONCE(destroy_wait_cap_ms));
+#endif
+	return ms;
+}
+
+/*
+ * The destroy of @cm_id from @old_state still waits for references.  A
+ * function of its own, never inlined, with the distribution's name and
+ * arguments, for probes to attach to; its text is word for word the
+ * distribution's, which log watchers match.
+ */
+#ifdef IB_CM_TEST_HOOKS
+/*
+ * Test builds only: how many times a destroy has warned, counted once the
+ * warning is made (printk'd, unless the rate limit dropped it).
+ */
+static atomic_t cm_destroy_wait_timeouts = ATOMIC_INIT(0);
+#endif
+
+static noinline void cm_destroy_id_wait_timeout(struct ib_cm_id *cm_id,
+						enum ib_cm_state old_state)
+{
+	pr_err_ratelimited("%s: cm_id=%p timed out. state %d -> %d, refcnt=%d\n",
+			   __func__, cm_id, old_state, READ_ONCE(cm_id->state),
+			   refcount_read(&to_priv(cm_id)->refs));
+#ifdef IB_CM_TEST_HOOKS
+	atomic_inc(&cm_destroy_wait_timeouts);
+#endif
+}
+
 static void cm_destroy(struct cm_id_private *priv, int err)
 {
 	struct cm_tw *tw = NULL;
+	enum ib_cm_state old_state;
 	struct cm_job *job, *tmp;
-	unsigned long left;
+	unsigned long left, wait;
 
 	spin_lock_irq(&priv->lock);
+	old_state = priv->id.state;
 	if (priv->id.state == IB_CM_LISTEN) {
 		bool shared;
 
@@ -1128,6 +1209,7 @@ static void cm_destroy(struct cm_id_private *priv, int err)
 		}
 	}
 	cm_leave_state(priv, err);
+	wait = msecs_to_jiffies(cm_destroy_wait_ms(priv));
 
 	spin_lock(&cmg.lock);
 	if (priv->tw) {
@@ -1143,13 +1225,10 @@ static void cm_destroy(struct cm_id_private *priv, int err)
 	xa_erase(&cmg.ids, cm_id_index(priv->id.local_id));
 	cm_id_put(priv);
 	for (;;) {
-		left = wait_for_completion_timeout(&priv->released,
-						   msecs_to_jiffies(10000));
+		left = wait_for_completion_timeout(&priv->released, wait);
 		if (left)
 			break;
-		pr_warn_ratelimited("ib_cm: cm_id %p (state %d) still has %u references\n",
-				    priv, priv->id.state,
-				    refcount_read(&priv->refs));
+		cm_destroy_id_wait_timeout(&priv->id, old_state);
 	}
 
 	/* The ID's own report is freed with the ID. */
@@ -3413,6 +3492,70 @@ bool cm_test_av_is_clear(struct ib_cm_id *cm_id, bool alt)
 	return clear;
 }
 EXPORT_SYMBOL_NS_GPL(cm_test_av_is_clear, IB_CM_TEST);
+
+/**
+ * cm_test_id_hold() - Hold a reference on a cm_id, as a send in flight does.
+ * @cm_id: the cm_id; ib_destroy_cm_id() waits for cm_test_id_release()
+ */
+void cm_test_id_hold(struct ib_cm_id *cm_id)
+{
+	refcount_inc(&to_priv(cm_id)->refs);
+}
+EXPORT_SYMBOL_NS_GPL(cm_test_id_hold, IB_CM_TEST);
+
+/**
+ * cm_test_id_release() - Drop the reference of cm_test_id_hold().
+ * @cm_id: the cm_id
+ */
+void cm_test_id_release(struct ib_cm_id *cm_id)
+{
+	cm_id_put(to_priv(cm_id));
+}
+EXPORT_SYMBOL_NS_GPL(cm_test_id_release, IB_CM_TEST);
+
+/**
+ * cm_test_destroy_timeouts() - How many times destroying a cm_id warned.
+ *
+ * Return: the number of calls of cm_destroy_id_wait_timeout() that have
+ * made their warning, since ib_cm was loaded.
+ */
+unsigned int cm_test_destroy_timeouts(void)
+{
+	return atomic_read(&cm_destroy_wait_timeouts);
+}
+EXPORT_SYMBOL_NS_GPL(cm_test_destroy_timeouts, IB_CM_TEST);
+
+/**
+ * cm_test_destroy_wait_ms() - How long destroying a cm_id waits to warn.
+ * @cm_id: the cm_id, in the state it would be destroyed from
+ *
+ * Return: the milliseconds ib_destroy_cm_id() waits for the cm_id's last
+ * reference before each warning, with the test builds' cap if it is set.
+ */
+unsigned int cm_test_destroy_wait_ms(struct ib_cm_id *cm_id)
+{
+	struct cm_id_private *priv = to_priv(cm_id);
+	unsigned long flags;
+	unsigned int ms;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	ms = cm_destroy_wait_ms(priv);
+	spin_unlock_irqrestore(&priv->lock, flags);
+	return ms;
+}
+EXPORT_SYMBOL_NS_GPL(cm_test_destroy_wait_ms, IB_CM_TEST);
+
+/**
+ * cm_test_destroy_wait_cap() - Set the test builds' cap on that wait.
+ * @ms: the cap in milliseconds, 0 for none
+ *
+ * Return: the cap it replaces.
+ */
+unsigned int cm_test_destroy_wait_cap(unsigned int ms)
+{
+	return xchg(&destroy_wait_cap_ms, ms);
+}
+EXPORT_SYMBOL_NS_GPL(cm_test_destroy_wait_cap, IB_CM_TEST);
 
 /*
  * For cm_test_inject(): take @rwc as if the MAD layer had just received it

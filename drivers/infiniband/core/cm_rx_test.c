@@ -45,6 +45,7 @@
 #include <linux/slab.h>
 #include <linux/delay.h>
 #include <linux/kthread.h>
+#include <linux/kprobes.h>
 #include <linux/wait.h>
 #include <net/ipv6.h>
 #include <rdma/ib_cm.h>
@@ -2512,6 +2513,269 @@ static void shared_listener_race(void)
 	ib_destroy_cm_id(id);
 }
 
+/* ------------------------------------------------------------------ */
+/* Destroying a cm_id whose references do not come back                */
+
+/* The distribution's ib_cm waits this long in every case. */
+#define RX_DESTROY_WAIT_MIN_MS	10000
+/* Ours waits at most this long before the first warning. */
+#define RX_DESTROY_WAIT_MAX_MS	(5 * 60 * 1000)
+
+/* A cm_id's timeout_ms and max_cm_retries, read under its lock. */
+static void rx_cm_timeouts(struct ib_cm_id *id, int *timeout_ms,
+			   unsigned int *retries)
+{
+	struct cm_id_private *priv = container_of(id, struct cm_id_private, id);
+	unsigned long flags;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	*timeout_ms = priv->timeout_ms;
+	*retries = priv->max_cm_retries;
+	spin_unlock_irqrestore(&priv->lock, flags);
+}
+
+/*
+ * ib_destroy_cm_id() waits for the cm_id's last reference, warning each
+ * time this wait runs out.  A send in flight holds a reference until the
+ * MAD layer gives up on it: the first send and max_cm_retries more, each
+ * waiting timeout_ms, which the wait covers with a quarter to spare; never
+ * shorter than the distribution's fixed wait, never longer than five
+ * minutes, and in test builds no longer than the cap the rig sets.
+ */
+static void destroy_wait_follows_cm_timeouts(void)
+{
+	struct cm_id_private *priv;
+	unsigned int ms, retries, cap;
+	struct rx_active a, b;
+	unsigned long flags;
+	int timeout_ms;
+
+	/* The rig's cap (10 s) would hide the longer waits. */
+	cap = cm_test_destroy_wait_cap(0);
+	ibst_diag("the rig's cap: %u ms", cap);
+
+	/* Nothing was ever sent. */
+	IBST_EXPECT(rx_active_init(&a, false));
+	if (a.id)
+		IBST_EXPECT_EQ(cm_test_destroy_wait_ms(a.id),
+			       RX_DESTROY_WAIT_MIN_MS);
+	rx_active_destroy(&a);
+
+	/* 16 sends of about 4.4 s each. */
+	IBST_EXPECT(rx_active_req(&a, 20, 15, false));
+	/* 3 sends of about 0.1 s each. */
+	IBST_EXPECT(rx_active_req(&b, 8, 2, false));
+	if (ibst_case_failed())
+		goto out;
+	rx_cm_timeouts(a.id, &timeout_ms, &retries);
+	ms = cm_test_destroy_wait_ms(a.id);
+	ibst_diag("REQ: %d ms a send, %u retries: the wait is %u ms",
+		  timeout_ms, retries, ms);
+	IBST_EXPECT_EQ(ms, 16 * timeout_ms * 5 / 4);
+	IBST_EXPECT_GT(ms, RX_DESTROY_WAIT_MIN_MS);
+	rx_cm_timeouts(b.id, &timeout_ms, &retries);
+	IBST_EXPECT_LT(3 * timeout_ms * 5 / 4, RX_DESTROY_WAIT_MIN_MS);
+	IBST_EXPECT_EQ(cm_test_destroy_wait_ms(b.id), RX_DESTROY_WAIT_MIN_MS);
+
+	/* The test builds' cap shortens even the distribution's 10 s. */
+	cm_test_destroy_wait_cap(RX_DESTROY_WAIT_MIN_MS);
+	IBST_EXPECT_EQ(cm_test_destroy_wait_ms(a.id), RX_DESTROY_WAIT_MIN_MS);
+	cm_test_destroy_wait_cap(1000);
+	IBST_EXPECT_EQ(cm_test_destroy_wait_ms(b.id), 1000);
+	cm_test_destroy_wait_cap(0);
+
+	/*
+	 * The largest values a peer's REQ can give a passive ID: 2^23 ms a
+	 * send, 15 retries (about 46 h).  Set here on an active ID, which
+	 * has sent nothing else since.
+	 */
+	priv = container_of(a.id, struct cm_id_private, id);
+	spin_lock_irqsave(&priv->lock, flags);
+	priv->timeout_ms = 1 << 23;
+	priv->max_cm_retries = 15;
+	spin_unlock_irqrestore(&priv->lock, flags);
+	IBST_EXPECT_EQ(cm_test_destroy_wait_ms(a.id), RX_DESTROY_WAIT_MAX_MS);
+out:
+	cm_test_destroy_wait_cap(cap);
+	rx_active_destroy(&b);
+	rx_active_end(&a);
+}
+
+/*
+ * What a probe on cm_destroy_id_wait_timeout() saw of the watched ID:
+ * its arguments and the ID as the warning was made (on entry), and
+ * whether the call has returned, its warning logged (done).
+ */
+static struct {
+	struct ib_cm_id *id;
+	bool entered;
+	unsigned int done;
+	unsigned long first_at;
+	int old_state;
+	int state;
+	unsigned int refs;
+} rx_dwt;
+
+#if IS_ENABLED(CONFIG_KRETPROBES) && \
+	IS_ENABLED(CONFIG_HAVE_REGS_AND_STACK_ACCESS_API)
+static int rx_dwt_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct ib_cm_id *id = (void *)regs_get_kernel_argument(regs, 0);
+
+	/* Not the watched ID, or not its first call: no return handler. */
+	if (id != READ_ONCE(rx_dwt.id) || rx_dwt.entered)
+		return 1;
+	rx_dwt.old_state = (int)regs_get_kernel_argument(regs, 1);
+	rx_dwt.state = id->state;
+	rx_dwt.refs = refcount_read(&container_of(id, struct cm_id_private,
+						  id)->refs);
+	rx_dwt.first_at = jiffies;
+	rx_dwt.entered = true;
+	return 0;
+}
+
+static int rx_dwt_return(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	WRITE_ONCE(rx_dwt.done, 1);
+	return 0;
+}
+
+static struct kretprobe rx_dwt_probe = {
+	.kp.symbol_name = "cm_destroy_id_wait_timeout",
+	.entry_handler = rx_dwt_entry,
+	.handler = rx_dwt_return,
+	.maxactive = 2,
+};
+
+static int rx_dwt_attach(void)
+{
+	/* As register_kretprobe() wants it, even after an earlier run. */
+	rx_dwt_probe.kp.addr = NULL;
+	rx_dwt_probe.kp.flags = 0;
+	return register_kretprobe(&rx_dwt_probe);
+}
+
+static void rx_dwt_detach(void)
+{
+	unregister_kretprobe(&rx_dwt_probe);
+}
+#else
+static int rx_dwt_attach(void)
+{
+	return -EOPNOTSUPP;
+}
+
+static void rx_dwt_detach(void)
+{
+}
+#endif
+
+struct rx_destroyer {
+	struct ib_cm_id *id;
+	struct completion done;
+};
+
+static int rx_destroyer_fn(void *arg)
+{
+	struct rx_destroyer *d = arg;
+
+	ib_destroy_cm_id(d->id);
+	kthread_complete_and_exit(&d->done, 0);
+}
+
+/*
+ * The test rig fails a run whose kernel log has a splat; a line of
+ * RX_EXPECT_ONCE followed by a text lets exactly one line with that text
+ * (tools/testing/vm/splat-patterns) through.
+ */
+#define RX_EXPECT_ONCE "vm-run: expect once: "
+
+/*
+ * A destroy that waits too long is reported as the distribution's ib_cm
+ * reports it: by a call of cm_destroy_id_wait_timeout(), never inlined,
+ * which a probe can attach to, with the ID and the state it was destroyed
+ * from, and in the kernel log in the distribution's words, with the state
+ * it is in and the references still held.  The test builds' cap makes the
+ * wait short; the one warning is announced to the rig.  A kernel without
+ * kretprobes (the debug tier's) checks the warning, its time and its
+ * text, not what a probe sees.
+ */
+static void destroy_timeout_reports_old_state_and_refs(void)
+{
+	struct rx_destroyer d = { .id = NULL };
+	unsigned int ms, cap, warned;
+	unsigned long start, seen = 0;
+	struct task_struct *t;
+	bool probed;
+	int ret;
+
+	d.id = ib_create_cm_id(rx_dev, rx_handler, NULL);
+	IBST_EXPECT_NOT_ERR(d.id);
+	if (IS_ERR(d.id))
+		return;
+	IBST_EXPECT_EQ(ib_cm_listen(d.id, rx_sid()), 0);
+	/* Seconds, not the 10 s of a listener: the case runs everywhere. */
+	cap = cm_test_destroy_wait_cap(2000);
+	ms = cm_test_destroy_wait_ms(d.id);
+	IBST_EXPECT_EQ(ms, 2000);
+	memset(&rx_dwt, 0, sizeof(rx_dwt));
+	WRITE_ONCE(rx_dwt.id, d.id);
+	ret = rx_dwt_attach();
+	probed = !ret;
+	if (ret == -EOPNOTSUPP)
+		ibst_diag("no kretprobes: a probe's view of the call is not checked");
+	else if (ret)
+		IBST_FAIL("cannot probe cm_destroy_id_wait_timeout(): %d", ret);
+	warned = cm_test_destroy_timeouts();
+
+	/*
+	 * A reference the destroy has to wait for.  The warning its wait
+	 * ends with is announced, word for word: the distribution's text,
+	 * with the listener's state as the old one and the reference held
+	 * here.  A warning worded otherwise fails the rig's log check.
+	 */
+	cm_test_id_hold(d.id);
+	pr_info(RX_EXPECT_ONCE "cm_destroy_id_wait_timeout: cm_id=%p timed out. state %d -> %d, refcnt=%d\n",
+		d.id, IB_CM_LISTEN, IB_CM_IDLE, 1);
+	init_completion(&d.done);
+	start = jiffies;
+	t = kthread_run(rx_destroyer_fn, &d, "cm_rx_destroy");
+	if (IS_ERR(t)) {
+		IBST_FAIL("kthread_run: %ld", PTR_ERR(t));
+		cm_test_id_release(d.id);
+		ib_destroy_cm_id(d.id);
+		goto detach;
+	}
+	/*
+	 * Its first wait runs out.  The reference goes only once the call
+	 * that warns has logged its warning, with the reference counted.
+	 */
+	while (cm_test_destroy_timeouts() == warned &&
+	       time_before(jiffies, start + msecs_to_jiffies(ms + RX_WAIT_MS)))
+		msleep(20);
+	seen = jiffies;
+	cm_test_id_release(d.id);
+	wait_for_completion(&d.done);
+detach:
+	cm_test_destroy_wait_cap(cap);
+	if (probed)
+		rx_dwt_detach();
+	if (cm_test_destroy_timeouts() == warned) {
+		IBST_FAIL("no warning of the destroy in %u ms", ms + RX_WAIT_MS);
+		return;
+	}
+	IBST_EXPECT_EQ(cm_test_destroy_timeouts() - warned, 1);
+	IBST_EXPECT_GE(jiffies_to_msecs(seen - start) + 20, ms);
+	if (!probed)
+		return;
+	/* The destroy has returned: so has the call the probe saw. */
+	IBST_EXPECT_EQ(READ_ONCE(rx_dwt.done), 1);
+	IBST_EXPECT_EQ(rx_dwt.old_state, IB_CM_LISTEN);
+	IBST_EXPECT_EQ(rx_dwt.state, IB_CM_IDLE);
+	IBST_EXPECT_EQ(rx_dwt.refs, 1);
+	IBST_EXPECT_GE(jiffies_to_msecs(rx_dwt.first_at - start) + 20, ms);
+}
+
 /*
  * A new REQ from a peer QP that is still connected to us: refuse it as
  * stale and disconnect the old connection.
@@ -3265,6 +3529,8 @@ static const struct ibst_case cm_rx_cases[] = {
 	IBST_CASE(drop_on_timewait_exit_destroys),
 	IBST_CASE(drop_on_dreq_error_destroys),
 	IBST_CASE(shared_listener_race),
+	IBST_CASE(destroy_wait_follows_cm_timeouts),
+	IBST_CASE(destroy_timeout_reports_old_state_and_refs),
 	IBST_CASE(receive_path_fuzzed),
 	{}
 };

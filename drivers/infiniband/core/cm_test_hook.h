@@ -37,6 +37,11 @@ struct cm_test_rej_seen {
 };
 
 bool cm_test_av_is_clear(struct ib_cm_id *cm_id, bool alt);
+void cm_test_id_hold(struct ib_cm_id *cm_id);
+void cm_test_id_release(struct ib_cm_id *cm_id);
+unsigned int cm_test_destroy_timeouts(void);
+unsigned int cm_test_destroy_wait_ms(struct ib_cm_id *cm_id);
+unsigned int cm_test_destroy_wait_cap(unsigned int ms);
 
 int cm_test_rej_watch(struct cm_test_rej_seen *seen);
 void cm_test_rej_unwatch(struct cm_test_rej_seen *seen);

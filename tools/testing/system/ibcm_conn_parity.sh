@@ -156,7 +156,8 @@ fi
 
 # Put our ib_cm back under the users that were loaded.
 stack_down
-insmod "$ours"
+# shellcheck disable=SC2046
+insmod "$ours" $(rig_module_args "$ours")
 for m in $loaded_users; do
 	modprobe "$m" || echo "# modprobe $m failed"
 done

@@ -185,6 +185,18 @@ wait_until_clock() {
 	VM_TIME_SCALE=1 wait_until "$@"
 }
 
+# rig_module_args FILE.ko: the parameters the rig adds when it loads one
+# of our modules.  Our ib_cm built with the test hooks has
+# destroy_wait_cap_ms: the rig caps its wait for a destroyed cm_id's last
+# reference at the distribution's 10 s, so that a destroy that waits
+# longer reaches the kernel log check (cm_destroy_id_wait_timeout) in
+# every run, as it did before that wait followed the cm_id's timeouts.
+rig_module_args() {
+	if modinfo -F parm "$1" 2> /dev/null | grep -q '^destroy_wait_cap_ms:'; then
+		echo "destroy_wait_cap_ms=10000"
+	fi
+}
+
 # module_id FILE.ko: its srcversion, or "build-id:<hex>" when it has none
 # (modpost only adds a srcversion with MODULE_VERSION() or
 # CONFIG_MODULE_SRCVERSION_ALL, which the Debian kernel does not set).
