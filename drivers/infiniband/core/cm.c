@@ -1130,6 +1130,12 @@ static unsigned int destroy_wait_cap_ms;
 module_param(destroy_wait_cap_ms, uint, 0644);
 MODULE_PARM_DESC(destroy_wait_cap_ms,
 		 "test builds only: wait at most this long (ms) before each warning of a cm_id destruction (0: no cap)");
+
+/*
+ * How many times a destroy has warned, counted once the warning is made
+ * (printk'd, unless the rate limit dropped it).
+ */
+static atomic_t cm_destroy_wait_timeouts = ATOMIC_INIT(0);
 #endif
 
 /*
@@ -1166,14 +1172,6 @@ static unsigned int cm_destroy_wait_ms(struct cm_id_private *priv)
  * arguments, for probes to attach to; its text is word for word the
  * distribution's, which log watchers match.
  */
-#ifdef IB_CM_TEST_HOOKS
-/*
- * Test builds only: how many times a destroy has warned, counted once the
- * warning is made (printk'd, unless the rate limit dropped it).
- */
-static atomic_t cm_destroy_wait_timeouts = ATOMIC_INIT(0);
-#endif
-
 static noinline void cm_destroy_id_wait_timeout(struct ib_cm_id *cm_id,
 						enum ib_cm_state old_state)
 {

@@ -77,7 +77,7 @@ dmesg | grep -m 2 'Connection rejected' | sed -e 's/^/# /'
 cap=/sys/module/ib_cm/parameters/destroy_wait_cap_ms
 if [ -e "$cap" ]; then
 	tap_check "ib_cm warns of a destroy that waits 10 s" \
-		grep -qx 10000 "$cap"
+		grep -qx "$RIG_DESTROY_WAIT_CAP_MS" "$cap"
 fi
 sleep 12
 tap_check "no cm_id destruction waits for its references" \

@@ -191,9 +191,10 @@ wait_until_clock() {
 # reference at the distribution's 10 s, so that a destroy that waits
 # longer reaches the kernel log check (cm_destroy_id_wait_timeout) in
 # every run, as it did before that wait followed the cm_id's timeouts.
+RIG_DESTROY_WAIT_CAP_MS=10000
 rig_module_args() {
 	if modinfo -F parm "$1" 2> /dev/null | grep -q '^destroy_wait_cap_ms:'; then
-		echo "destroy_wait_cap_ms=10000"
+		echo "destroy_wait_cap_ms=$RIG_DESTROY_WAIT_CAP_MS"
 	fi
 }
 
