@@ -17,6 +17,7 @@
 #   VM_KREL[i] VM_KERNEL[i]  kernel of guest i (default KREL and KERNEL;
 #                     another release: /boot/vmlinuz-VM_KREL[i])
 #   VM_NAME[i]        label of guest i in the report (default vmI)
+#   VM_SMP[i]         vCPUs of guest i (default SMP)
 #   LINKS[k]          "A B": an emulated Ethernet link between guests A and
 #                     B (A < B; A listens on a 127.0.0.1 TCP port, B
 #                     connects).  Guest i's NIC on link k has the MAC
@@ -57,6 +58,7 @@ vmlib_defaults() {
 	VM_KREL=()
 	VM_KERNEL=()
 	VM_NAME=()
+	VM_SMP=()
 }
 
 die() {
@@ -103,8 +105,11 @@ vmlib_check() {
 		# configuration"), and under icount the vCPUs would take
 		# turns on one clock anyway.
 		SMP=1
+		VM_SMP=()
 	fi
 	for i in $(seq 0 $((VMS - 1))); do
+		VM_SMP[i]=${VM_SMP[i]:-$SMP}
+		[[ ${VM_SMP[i]} =~ ^[1-9][0-9]*$ ]] || die "vCPUs must be a whole number from 1"
 		VM_KREL[i]=${VM_KREL[i]:-$KREL}
 		# --kernel FILE goes with --krel: a guest of that release
 		# boots FILE, one of another release its /boot image.
@@ -441,7 +446,7 @@ start_vm() {
 	# the self-test of a boot that dies: QEMU finds no kernel and exits
 	kernel=${VM_BOOT[i]}
 	[ "$DIE_BOOTS" = 1 ] && kernel=$RUN/selftest-no-such-kernel
-	qemu-system-x86_64 "${ACCEL_ARGS[@]}" "${BIOS_ARGS[@]}" "${stopped[@]}" -machine q35 -m "$MEM" -smp "$SMP" \
+	qemu-system-x86_64 "${ACCEL_ARGS[@]}" "${BIOS_ARGS[@]}" "${stopped[@]}" -machine q35 -m "$MEM" -smp "${VM_SMP[i]}" \
 		-nographic -nodefaults -no-reboot -monitor none \
 		-serial "file:$log" \
 		-kernel "$kernel" -initrd "${VM_INITRD[i]}" \
