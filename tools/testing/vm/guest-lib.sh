@@ -198,6 +198,19 @@ rig_module_args() {
 	fi
 }
 
+# inbox_module NAME DIR: the distribution's own file of module NAME,
+# under /lib/modules/<release>/kernel/DIR: not a DKMS build of the same
+# module in updates/, which modprobe and modinfo -k would prefer (the
+# delivery test installs one on the host while other guests run).
+inbox_module() {
+	local f
+
+	for f in "/lib/modules/$(uname -r)/kernel/$2/$1.ko"{,.xz,.zst}; do
+		[ -e "$f" ] && echo "$f" && return 0
+	done
+	return 1
+}
+
 # module_id FILE.ko: its srcversion, or "build-id:<hex>" when it has none
 # (modpost only adds a srcversion with MODULE_VERSION() or
 # CONFIG_MODULE_SRCVERSION_ALL, which the Debian kernel does not set).
