@@ -1977,7 +1977,12 @@ int ib_send_cm_rep(struct ib_cm_id *cm_id, struct ib_cm_rep_param *param)
 		return ret;
 
 	spin_lock_irqsave(&priv->lock, flags);
-	msg = cm_verb_msg(priv, CM_VERB_REP);
+	if (!cm_verb_allowed(priv, CM_VERB_REP)) {
+		trace_icm_send_rep_err(cm_id->local_id, cm_id->state);
+		spin_unlock_irqrestore(&priv->lock, flags);
+		return -EINVAL;
+	}
+	msg = cm_id_msg(priv);
 	ret = PTR_ERR_OR_ZERO(msg);
 	if (!ret) {
 		f.local_comm_id = be32_to_cpu(cm_id->local_id);
@@ -1994,8 +1999,6 @@ int ib_send_cm_rep(struct ib_cm_id *cm_id, struct ib_cm_rep_param *param)
 	}
 	if (!ret)
 		cm_rep_commit(priv, param);
-	else
-		trace_icm_send_rep_err(cm_id, ret);
 	spin_unlock_irqrestore(&priv->lock, flags);
 	return ret;
 }
@@ -2033,7 +2036,13 @@ int ib_send_cm_rtu(struct ib_cm_id *cm_id, const void *private_data,
 		return PTR_ERR(copy);
 
 	spin_lock_irqsave(&priv->lock, flags);
-	msg = cm_verb_msg(priv, CM_VERB_RTU);
+	if (!cm_verb_allowed(priv, CM_VERB_RTU)) {
+		trace_icm_send_cm_rtu_err(cm_id);
+		spin_unlock_irqrestore(&priv->lock, flags);
+		kfree(copy);
+		return -EINVAL;
+	}
+	msg = cm_id_msg(priv);
 	ret = PTR_ERR_OR_ZERO(msg);
 	if (!ret) {
 		cm_put_ids_for(priv, msg->mad, CM_RTU_ATTR_ID, private_data,
@@ -2045,8 +2054,6 @@ int ib_send_cm_rtu(struct ib_cm_id *cm_id, const void *private_data,
 		cm_id->state = IB_CM_ESTABLISHED;
 		cm_keep_pdata(priv, copy, private_data_len);
 		copy = NULL;
-	} else {
-		trace_icm_send_cm_rtu_err(cm_id, ret);
 	}
 	spin_unlock_irqrestore(&priv->lock, flags);
 	kfree(copy);
@@ -2109,7 +2116,8 @@ static enum cm_rx_verdict cm_rep_decide(struct cm_id_private *priv,
 
 	lockdep_assert_held(&priv->lock);
 	if (!cm_state_is(priv->id.state, CM_ST_REQ_OUT)) {
-		trace_icm_rep_unknown_err(&priv->id);
+		trace_icm_rep_unknown_err(r->local_comm_id, r->remote_comm_id,
+					  priv->id.state);
 		return CM_RX_DROP;
 	}
 	rqpn = cpu_to_be32(priv->qp_type == IB_QPT_XRC_INI ? r->local_eecn :
@@ -2122,8 +2130,7 @@ static enum cm_rx_verdict cm_rep_decide(struct cm_id_private *priv,
 	if (cm_tw_insert_rid(priv->tw)) {
 		/* The peer's comm ID is taken already: a repeated REP. */
 		spin_unlock(&cmg.lock);
-		trace_icm_insert_failed_err(r->local_comm_id,
-					    r->remote_comm_id);
+		trace_icm_insert_failed_err(r->remote_comm_id);
 		return CM_RX_DROP;
 	}
 	hit = cm_tw_insert_rqpn(priv->tw);
@@ -2172,8 +2179,8 @@ static void cm_rep_stale(struct cm_id_private *priv, struct cm_job *job,
 {
 	struct cm_rep_rx *x = msg;
 
-	trace_icm_staleconn_err(x->r.local_comm_id, x->r.remote_comm_id);
 	cm_refuse_stale(job, CMC_MSG_REP, x->old_lid, x->old_rid);
+	trace_icm_staleconn_err(x->r.local_comm_id, x->r.remote_comm_id);
 }
 
 static void cm_rep_rcvd(struct cm_job *job)
@@ -2184,9 +2191,8 @@ static void cm_rep_rcvd(struct cm_job *job)
 	cmc_get_rep((void *)job->recv->recv_buf.mad, &x.r);
 	priv = cm_id_lookup(cpu_to_be32(x.r.remote_comm_id), 0);
 	if (!priv) {
-		trace_icm_remote_no_priv_err(x.r.local_comm_id,
-					     x.r.remote_comm_id);
 		cm_dup_rep(job, &x.r);
+		trace_icm_remote_no_priv_err(x.r.remote_comm_id);
 	}
 	cm_rx_apply(job, priv, cm_rep_decide, cm_rep_stale, &x);
 }
@@ -2280,8 +2286,10 @@ static int cm_send_drep_locked(struct cm_id_private *priv, void *pdata,
 
 	lockdep_assert_held(&priv->lock);
 	ret = cm_verb_pdata(CM_VERB_DREP, pdata, pdata_len);
-	if (!ret && !cm_verb_allowed(priv, CM_VERB_DREP))
+	if (!ret && !cm_verb_allowed(priv, CM_VERB_DREP)) {
+		trace_icm_send_drep_err(&priv->id);
 		ret = -EINVAL;
+	}
 	if (ret) {
 		kfree(pdata);
 		return ret;
@@ -2313,8 +2321,6 @@ int ib_send_cm_drep(struct ib_cm_id *cm_id, const void *private_data,
 	if (!ret) {
 		spin_lock_irqsave(&priv->lock, flags);
 		ret = cm_send_drep_locked(priv, copy, private_data_len);
-		if (ret)
-			trace_icm_send_drep_err(cm_id, ret);
 		spin_unlock_irqrestore(&priv->lock, flags);
 	}
 	return ret;
@@ -2406,9 +2412,9 @@ static void cm_dreq_rcvd(struct cm_job *job)
 	cmc_get_dreq((void *)job->recv->recv_buf.mad, &r);
 	priv = cm_rx_lookup(r.local_comm_id, r.remote_comm_id);
 	if (!priv) {
-		trace_icm_no_priv_err(r.local_comm_id, r.remote_comm_id);
 		cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_DREQ_ATTR_ID, 1);
 		cm_issue_drep(job->port, job->recv);
+		trace_icm_no_priv_err(r.local_comm_id, r.remote_comm_id);
 	}
 	cm_rx_apply(job, priv, cm_dreq_decide, cm_redo_drep, &r);
 }
@@ -2479,7 +2485,7 @@ static int cm_send_rej_locked(struct cm_id_private *priv,
 	return cm_msg_send_or_release(msg);
 
 refused:
-	trace_icm_send_unknown_rej_err(&priv->id, -EINVAL);
+	trace_icm_send_unknown_rej_err(&priv->id);
 	return -EINVAL;
 }
 
@@ -2641,7 +2647,7 @@ int ib_send_cm_mra(struct ib_cm_id *cm_id, u8 service_timeout,
 	what = cm_mra_plan(priv, &state, &lap_state);
 	ret = min(what, 0);
 	if (ret)
-		trace_icm_send_mra_unknown_err(cm_id, ret);
+		trace_icm_send_mra_unknown_err(cm_id);
 	/* With the delay flag the MRA only goes out for a duplicate. */
 	if (!ret && !(service_timeout & IB_CM_MRA_FLAG_DELAY)) {
 		msg = cm_id_msg(priv);
@@ -2682,12 +2688,14 @@ static enum cm_rx_verdict cm_mra_decide(struct cm_id_private *priv,
 	if (st == IB_CM_ESTABLISHED)
 		return CM_RX_DROP;
 	if (st != IB_CM_REQ_SENT && st != IB_CM_REP_SENT) {
-		/* Delayed already: a repeat.  Anything else is out of place. */
+		/*
+		 * Delayed already: a repeat, counted.  Both it and anything
+		 * else out of place are traced, as ib_cm traces them.
+		 */
 		if (cm_state_is(st, CM_ST(MRA_REQ_RCVD) | CM_ST(MRA_REP_RCVD)))
 			cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_MRA_ATTR_ID,
 				   1);
-		else
-			trace_icm_mra_unknown_err(&priv->id);
+		trace_icm_mra_unknown_err(&priv->id);
 		return CM_RX_DROP;
 	}
 	delayed = st == IB_CM_REQ_SENT ? CMC_MSG_REQ : CMC_MSG_REP;
@@ -3434,7 +3442,6 @@ static __always_inline void cm_recv(struct cm_port *port,
 	bool queued = false;
 
 	if (idx >= CMC_ATTR_COUNT) {
-		trace_icm_handler_err(be16_to_cpu(attr));
 		cm_recv_free(rwc, injected);
 		return;
 	}

@@ -328,7 +328,7 @@ EXPORT_SYMBOL_NS_GPL(cm_test_id_count, IB_CM_TEST);
 
 /* Runs where the event fires, with the cm_id's lock held. */
 static void cm_test_rej_probe(void *data, const struct ib_cm_id *cm_id,
-			      int reason)
+			      enum ib_cm_rej_reason reason)
 {
 	struct cm_test_rej_seen *seen = data;
 
