@@ -16,7 +16,7 @@ linux-headers-6.12-amd64 linux-image-6.12-amd64 linux-source-6.12
 qemu-system-x86 qemu-utils rdma-core rdmacm-utils perftest ibverbs-utils
 ibverbs-providers iproute2 sparse coccinelle python3 perl git xz-utils
 dkms debhelper dh-dkms fakeroot shellcheck python3-docutils
-librdmacm-dev libibverbs-dev libibumad-dev ccache"
+librdmacm-dev libibverbs-dev libibumad-dev ccache trace-cmd"
 
 # Each linux-source must be the version of the kernel its headers
 # metapackage installs: mlx4_ib is assembled from it, and the DKMS build
