@@ -37,15 +37,9 @@ departs() {
 	return 1
 }
 
-# The modules above ib_cm, unloaded for a swap and loaded again after.
-CM_USERS="rdma_ucm ib_srpt ib_isert ib_iser ib_srp ib_ipoib rdma_cm iw_cm"
-
 rxe_up || exit 1
 
-ours=
-for ko in $VM_INSMOD; do
-	[ "$(modinfo -F name "$ko")" = ib_cm ] && ours=$ko
-done
+ours=$(insmod_file ib_cm)
 if [ -z "$ours" ]; then
 	echo "# no ib_cm.ko among the --insmod files: nothing to compare"
 	tap_fail "our ib_cm.ko given to the rig"
@@ -106,25 +100,12 @@ run_conn() {
 
 # stack_down: unload the CM users and ib_cm; no cm_id may be left.
 stack_down() {
-	local m
-
-	for m in $CM_USERS; do
-		grep -q "^$m " /proc/modules && modprobe -r "$m" 2> /dev/null
-	done
-	if grep -qE '^(rdma_ucm|rdma_cm|ib_ipoib|ib_srp|ib_srpt|ib_isert) ' \
-		/proc/modules; then
-		echo "# still loaded: $(grep -oE '^(rdma_ucm|rdma_cm|ib_ipoib|ib_srpt?|ib_isert) ' /proc/modules | tr '\n' ' ')"
-		return 1
-	fi
-	rmmod ib_cm || return 1
+	cm_stack_down || return 1
 	! dmesg | grep -qi 'ib_cm_id.*\(objects remaining\|still has objects\)'
 }
 
-loaded_users=
-for m in $CM_USERS; do
-	grep -q "^$m " /proc/modules && loaded_users="$loaded_users $m"
-done
-echo "# CM users loaded:${loaded_users:- none}"
+loaded_users=$(cm_users_loaded | paste -sd ' ')
+echo "# CM users loaded: ${loaded_users:-none}"
 
 tap_check "ib_cm in place is ours" module_is_file ib_cm "$ours"
 run_conn ours
@@ -157,10 +138,7 @@ fi
 
 # Put our ib_cm back under the users that were loaded.
 stack_down
-# shellcheck disable=SC2046
-insmod "$ours" $(rig_module_args "$ours")
-for m in $loaded_users; do
-	modprobe "$m" || echo "# modprobe $m failed"
-done
+# shellcheck disable=SC2086 # a list of module names
+cm_stack_up "$ours" $loaded_users
 tap_check "our ib_cm is back in place" module_is_file ib_cm "$ours"
 tap_done

@@ -25,8 +25,6 @@
 
 TRACING=/sys/kernel/tracing
 PORT=7191
-# The modules above ib_cm, unloaded for a swap and loaded again after.
-CM_USERS="rdma_ucm ib_srpt ib_isert ib_iser ib_srp ib_ipoib rdma_cm iw_cm"
 # The CM's counters of rxe0's port (both modules have them).
 PORT_DIR=/sys/class/infiniband/rxe0/ports/1
 # Connections made under each ib_cm to find one that no resent MAD or
@@ -38,10 +36,7 @@ RESEND_EVENTS='icm_send_dup_req|icm_send_dup_rep|icm_send_mra|icm_mra_unknown_er
 
 rxe_up || exit 1
 
-ours=
-for ko in $VM_INSMOD; do
-	[ "$(modinfo -F name "$ko")" = ib_cm ] && ours=$ko
-done
+ours=$(insmod_file ib_cm)
 # the distribution's own file: modprobe would prefer a DKMS build in
 # updates/ (make check installs one on the host while guests run)
 distro=$(inbox_module ib_cm drivers/infiniband/core)
@@ -170,30 +165,11 @@ same_tree() {
 	diff -r "$1" "$2" > /dev/null
 }
 
-# stack_down: unload the CM users and ib_cm.
-stack_down() {
-	local m
-
-	for m in $CM_USERS; do
-		grep -q "^$m " /proc/modules &&
-			run_with_timeout 60 modprobe -r "$m" 2> /dev/null
-	done
-	if grep -qE '^(rdma_ucm|rdma_cm|ib_ipoib|ib_srp|ib_srpt|ib_isert|ib_iser) ' \
-		/proc/modules; then
-		echo "# still loaded: $(grep -oE '^(rdma_ucm|rdma_cm|ib_ipoib|ib_srpt?|ib_isert|ib_iser) ' /proc/modules | tr '\n' ' ')"
-		return 1
-	fi
-	run_with_timeout 60 rmmod ib_cm
-}
-
-loaded_users=
-for m in $CM_USERS; do
-	grep -q "^$m " /proc/modules && loaded_users="$loaded_users $m"
-done
+loaded_users=$(cm_users_loaded | paste -sd ' ')
 
 tap_check "ib_cm in place is ours" module_is_file ib_cm "$ours"
 record ours
-tap_check "our ib_cm unloads" stack_down
+tap_check "our ib_cm unloads" cm_stack_down
 insmod "$distro"
 tap_check "ib_cm in place is the distro's file" module_is_file ib_cm "$distro"
 record distro
@@ -227,11 +203,8 @@ diff /tmp/trace-ours/compared /tmp/trace-distro/compared |
 
 # Put our ib_cm back under the users that were loaded.
 run_with_timeout 120 trace-cmd reset > /dev/null 2>&1
-stack_down
-# shellcheck disable=SC2046
-insmod "$ours" $(rig_module_args "$ours")
-for m in $loaded_users; do
-	modprobe "$m" || echo "# modprobe $m failed"
-done
+cm_stack_down
+# shellcheck disable=SC2086 # a list of module names
+cm_stack_up "$ours" $loaded_users
 tap_check "our ib_cm is back in place" module_is_file ib_cm "$ours"
 tap_done

@@ -198,6 +198,59 @@ rig_module_args() {
 	fi
 }
 
+# insmod_file NAME: the file among the rig's --insmod files (VM_INSMOD)
+# whose module is NAME; false if there is none.
+insmod_file() {
+	local ko
+
+	for ko in $VM_INSMOD; do
+		[ "$(modinfo -F name "$ko")" = "$1" ] && echo "$ko" && return 0
+	done
+	return 1
+}
+
+# The modules above ib_cm, taken out for a swap of ib_cm and put back.
+CM_USERS="rdma_ucm ib_srpt ib_isert ib_iser ib_srp ib_ipoib rdma_cm iw_cm"
+
+# cm_users_loaded: those of CM_USERS that are loaded, in that order.
+cm_users_loaded() {
+	local m
+
+	for m in $CM_USERS; do
+		grep -q "^$m " /proc/modules && echo "$m"
+	done
+	return 0
+}
+
+# cm_stack_down: unload the CM users and ib_cm (each step limited in
+# time); false, and a comment, if a user stays or ib_cm does not go.
+cm_stack_down() {
+	local m left
+
+	for m in $(cm_users_loaded); do
+		run_with_timeout 60 modprobe -r "$m" 2> /dev/null
+	done
+	left=$(cm_users_loaded | tr '\n' ' ')
+	if [ -n "$left" ]; then
+		echo "# still loaded: $left"
+		return 1
+	fi
+	run_with_timeout 60 rmmod ib_cm
+}
+
+# cm_stack_up KO USERS...: load ib_cm from KO (with the rig's parameters
+# for it), then the CM users USERS.
+cm_stack_up() {
+	local ko=$1 m
+
+	shift
+	# shellcheck disable=SC2046 # the parameters are words
+	insmod "$ko" $(rig_module_args "$ko")
+	for m in "$@"; do
+		modprobe "$m" || echo "# modprobe $m failed"
+	done
+}
+
 # inbox_module NAME DIR: the distribution's own file of module NAME,
 # under /lib/modules/<release>/kernel/DIR: not a DKMS build of the same
 # module in updates/, which modprobe and modinfo -k would prefer (the
