@@ -1528,6 +1528,18 @@ static void cm_issue_rej(struct cm_port *port, struct ib_mad_recv_wc *rwc,
 	cm_msg_send_or_release(msg);
 }
 
+/* Disconnect the older local connection @lid/@rid, if any.  May sleep. */
+static void cm_end_stale(__be32 lid, __be32 rid)
+{
+	struct cm_id_private *old;
+
+	old = cm_id_lookup(lid, rid);
+	if (old) {
+		ib_send_cm_dreq(&old->id, NULL, 0);
+		cm_id_put(old);
+	}
+}
+
 /*
  * The peer's QP is still bound to an older local connection (@lid/@rid)
  * that it seems to have forgotten: refuse the new message as stale and
@@ -1536,14 +1548,8 @@ static void cm_issue_rej(struct cm_port *port, struct ib_mad_recv_wc *rwc,
 static void cm_refuse_stale(struct cm_job *job, enum cmc_msg_kind what,
 			    __be32 lid, __be32 rid)
 {
-	struct cm_id_private *old;
-
 	cm_issue_rej(job->port, job->recv, IB_CM_REJ_STALE_CONN, what);
-	old = cm_id_lookup(lid, rid);
-	if (old) {
-		ib_send_cm_dreq(&old->id, NULL, 0);
-		cm_id_put(old);
-	}
+	cm_end_stale(lid, rid);
 }
 
 static void cm_put_mra_for(struct cm_id_private *priv, void *mad,
@@ -2179,8 +2185,10 @@ static void cm_rep_stale(struct cm_id_private *priv, struct cm_job *job,
 {
 	struct cm_rep_rx *x = msg;
 
-	cm_refuse_stale(job, CMC_MSG_REP, x->old_lid, x->old_rid);
+	/* traced between the REJ and the old connection's DREQ, as ib_cm */
+	cm_issue_rej(job->port, job->recv, IB_CM_REJ_STALE_CONN, CMC_MSG_REP);
 	trace_icm_staleconn_err(x->r.local_comm_id, x->r.remote_comm_id);
+	cm_end_stale(x->old_lid, x->old_rid);
 }
 
 static void cm_rep_rcvd(struct cm_job *job)
