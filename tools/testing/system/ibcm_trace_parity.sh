@@ -26,7 +26,7 @@
 TRACING=/sys/kernel/tracing
 PORT=7191
 # The CM's counters of rxe0's port (both modules have them).
-PORT_DIR=/sys/class/infiniband/rxe0/ports/1
+PORT_DIR=/sys/class/infiniband/${RXE_DEV:-rxe0}/ports/1
 # Connections made under each ib_cm to find one that no resent MAD or
 # duplicate disturbed.
 TRIES=3
@@ -76,15 +76,17 @@ normalize() {
 	}'
 }
 
-# cm_resends: the CM's retried sends and received duplicates on rxe0, in
-# all (a connection that needed neither records only its own events).
+# cm_resends: the CM's retried sends and received duplicates on the port,
+# in all (a connection that needed neither records only its own events);
+# nothing when the port has no such counters.
 cm_resends() {
+	[ -d "$PORT_DIR/cm_tx_retries" ] || return 0
 	cat "$PORT_DIR"/cm_tx_retries/* "$PORT_DIR"/cm_rx_duplicates/* \
 		2> /dev/null | awk '{ n += $1 } END { print n + 0 }'
 }
 
 # connect_once DIR: one rping connection, traced by trace-cmd, its
-# report in DIR/report; true if both ends succeeded.
+# report in DIR/try.report; true if both ends succeeded.
 connect_once() {
 	local dir=$1 server crc src
 
@@ -106,7 +108,7 @@ connect_once() {
 	run_with_timeout 120 trace-cmd extract -o "$dir/trace.dat" \
 		> "$dir/extract.out" 2>&1
 	run_with_timeout 120 trace-cmd report -i "$dir/trace.dat" \
-		2> "$dir/report.err" | grep -E ' icm_[a-z_]+: ' > "$dir/report"
+		2> "$dir/report.err" | grep -E ' icm_[a-z_]+: ' > "$dir/try.report"
 	echo "# $LABEL: rping client $crc, server $src"
 	[ "$crc" = 0 ] && [ "$src" = 0 ]
 }
@@ -142,15 +144,16 @@ record() {
 		r0=$(cm_resends)
 		connect_once "$dir" || continue
 		ok=1
+		mv "$dir/try.report" "$dir/report"
 		normalize < "$dir/report" > "$dir/sequence"
-		if [ "$(cm_resends)" = "$r0" ]; then
+		if [ -n "$r0" ] && [ "$(cm_resends)" = "$r0" ]; then
 			clean=1
 			break
 		fi
 		echo "# $1: try $try: the CM resent or got duplicates: not compared"
 		sed -e "s/^/# $1: try $try: /" "$dir/sequence"
 	done
-	echo "# $1: $try connection(s) in $((SECONDS - t0)) s"
+	echo "# $1: $((try > TRIES ? TRIES : try)) connection(s) in $((SECONDS - t0)) s"
 	sed -e "s/^/# $1: /" "$dir/sequence"
 	[ "$clean" = 1 ] && : > "$dir/clean"
 	tap_check "$1: rping connects and ends" test "$ok" = 1
@@ -175,7 +178,8 @@ tap_check "ib_cm in place is the distro's file" module_is_file ib_cm "$distro"
 record distro
 
 tap_check "the same ib_cma events: $(wc -l < /tmp/trace-distro/events)" \
-	cmp -s /tmp/trace-ours/events /tmp/trace-distro/events
+	sh -c 'test -s /tmp/trace-distro/events &&
+		cmp -s /tmp/trace-ours/events /tmp/trace-distro/events'
 diff /tmp/trace-ours/events /tmp/trace-distro/events |
 	sed -n -e 's/^< /# only ours: /p' -e 's/^> /# only the distro'"'"'s: /p'
 tap_check "every ib_cma format is the distro's (fields, print format)" \
@@ -193,8 +197,10 @@ for l in ours distro; do
 done
 if [ "$what" != "${what%add}" ]; then
 	for l in ours distro; do
-		grep -vE "^($RESEND_EVENTS): " "/tmp/trace-$l/sequence" \
-			> "/tmp/trace-$l/compared"
+		# before the IDs are renamed: an event left out must not
+		# shift the names of the others
+		grep -vE " ($RESEND_EVENTS): " "/tmp/trace-$l/report" |
+			normalize > "/tmp/trace-$l/compared"
 	done
 fi
 tap_check "$what" cmp -s /tmp/trace-ours/compared /tmp/trace-distro/compared
