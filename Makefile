@@ -15,14 +15,22 @@
 TOP := $(CURDIR)
 
 # The kernel to build for.  KVER=<release> picks an installed one (its
-# /lib/modules/<release>/build or /usr/src/linux-headers-<release>), KDIR
-# any build directory.  By default the newest Debian 6.1 headers, else the
-# newest 6.12 ones: installing the second track changes nothing.
+# /lib/modules/<release>/build or /usr/src/linux-headers-<release>), or
+# Debian sid's kernel of the 7.2 track (tools/sid-version's SID_KREL: the
+# tree tools/sid-kernel.sh prepared in its cache), KDIR any build
+# directory.  By default the newest Debian 6.1 headers, else the newest
+# 6.12 ones: installing another track changes nothing.  (-include: the
+# DKMS package has no tools/.)
 newest_headers = $(lastword $(shell ls -d /usr/src/linux-headers-$(1).*-amd64 \
 	2>/dev/null | grep -vE -- '-(rt|cloud)-amd64$$' | sort -V))
+-include $(TOP)/tools/sid-version
 ifneq ($(KVER),)
+ifeq ($(KVER),$(SID_KREL))
+SID_KDIR := $(shell $(TOP)/tools/sid-kernel.sh --get SID_KDIR)
+endif
 KDIR ?= $(firstword $(wildcard /lib/modules/$(KVER)/build \
-	/usr/src/linux-headers-$(KVER)) /nonexistent/linux-headers-$(KVER))
+	/usr/src/linux-headers-$(KVER)) $(SID_KDIR) \
+	/nonexistent/linux-headers-$(KVER))
 else
 KDIR ?= $(firstword $(call newest_headers,6.1) $(call newest_headers,6.12))
 endif
@@ -54,7 +62,7 @@ KBUILD_FLAGS ?=
 build_dirs = $(foreach d,$(MODDIRS),$(if $(or $(findstring distro:,$(d)),\
 	$(wildcard $(TOP)/$(d)/Kbuild)),$(d)))
 
-.PHONY: all modules deps source check gates vm-test main help clean distclean \
+.PHONY: all modules deps deps-sid source check gates vm-test main help clean distclean \
 	patches dkms-deb bench-pvcm bench-cm mutants replay check-debug coverage sriov pf-1vm
 
 all: modules
@@ -62,7 +70,11 @@ all: modules
 help:
 	@echo 'make [KVER=...]   build the modules into build/<krel>/tree (default: the'
 	@echo '                  newest 6.1 headers; KVER=<release> or KDIR=<dir> for another)'
-	@echo 'make deps         install the Debian packages the project needs'
+	@echo 'make deps         install the Debian packages the project needs, then'
+	@echo '                  make deps-sid'
+	@echo 'make deps-sid     fetch and prepare the Debian sid kernel of the 7.2 track'
+	@echo '                  (tools/sid-version) in its cache; KVER=$(SID_KREL)'
+	@echo '                  builds for it (SID_ARGS: e.g. --refresh)'
 	@echo 'make check        build, static gates and VM tests; ends "N passed, N failed"'
 	@echo 'make gates        static gates only (checkpatch, sparse, W=1, kernel-doc, coccicheck)'
 	@echo 'make vm-test      VM tests only'
@@ -88,11 +100,21 @@ help:
 	@echo "KDIR=$(KDIR) KREL=$(KREL) KSERIES=$(KSERIES)"
 
 # NODEPS=1 (DKMS on a production host) never runs apt-get: the package's
-# Depends: bring what the build needs.
+# Depends: bring what the build needs.  deps ends with deps-sid: sid's
+# kernel cannot be installed on Debian 12, so its packages are fetched and
+# prepared in a cache outside the clone (tools/sid-kernel.sh), once; with
+# the cache warm that costs a fraction of a second (and a look at sid's
+# index, a few seconds, every 6 hours).  deps-sid alone fetches or
+# refreshes that track without apt-get install.
+SID_ARGS ?=
 deps:
 ifneq ($(NODEPS),1)
 	@$(TOP)/tools/install-deps.sh
+	@$(TOP)/tools/sid-kernel.sh $(SID_ARGS)
 endif
+
+deps-sid:
+	@$(TOP)/tools/sid-kernel.sh $(SID_ARGS)
 
 # The distro source, extracted once per clone and kernel series (about
 # 15 s each).
@@ -101,6 +123,9 @@ source:
 	@$(MAKE) --no-print-directory $(SRC)/.extracted
 $(TOP)/build/src/linux-source-%/.extracted: | deps
 	@t=$$(ls /usr/src/linux-source-$*.tar.* 2>/dev/null | head -n 1); \
+	if [ -z "$$t" ] && [ '$*' = '$(SID_SERIES)' ]; then \
+		t=$$($(TOP)/tools/sid-kernel.sh --get SID_SOURCE); \
+	fi; \
 	test -n "$$t" || { echo 'linux-source-$* not installed (make deps)'; exit 1; }; \
 	echo "  EXTRACT $$t"; \
 	rm -rf $(@D) && mkdir -p $(dir $(@D)) && tar -xf $$t -C $(dir $(@D))
