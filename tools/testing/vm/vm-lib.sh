@@ -13,9 +13,14 @@
 # Set by the front end (defaults from vmlib_defaults):
 #   ME RIG_DIR TOP    name, this directory, the project's top
 #   KREL KERNEL       the kernel of the run directory and of the KVM probe
+#   MODROOT           where KREL's modules are: MODROOT/lib/modules/KREL
+#                     (default: the host's /lib/modules/KREL, or the cache
+#                     of tools/sid-kernel.sh for Debian sid's kernel)
 #   VMS               number of guests, vm0..vm(VMS-1)
-#   VM_KREL[i] VM_KERNEL[i]  kernel of guest i (default KREL and KERNEL;
-#                     another release: /boot/vmlinuz-VM_KREL[i])
+#   VM_KREL[i] VM_KERNEL[i] VM_MODROOT[i]  kernel of guest i (default
+#                     KREL, KERNEL and MODROOT; another release:
+#                     /boot/vmlinuz-VM_KREL[i] and the host's modules, or
+#                     sid's kernel from the cache)
 #   VM_NAME[i]        label of guest i in the report (default vmI)
 #   VM_SMP[i]         vCPUs of guest i (default SMP)
 #   LINKS[k]          "A B": an emulated Ethernet link between guests A and
@@ -39,6 +44,7 @@
 vmlib_defaults() {
 	KREL=6.1.0-57-amd64
 	KERNEL=
+	MODROOT=
 	VMS=1
 	LOG=
 	TIMEOUT=600
@@ -57,6 +63,8 @@ vmlib_defaults() {
 	LINKS=()
 	VM_KREL=()
 	VM_KERNEL=()
+	VM_MODROOT=()
+	VM_MODDIR=()
 	VM_NAME=()
 	VM_SMP=()
 }
@@ -83,11 +91,31 @@ elapsed() {
 	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'
 }
 
+# locate_kernel KREL: the image and the module root of KREL in LOC_KERNEL
+# and LOC_MODROOT.  An installed kernel: /boot/vmlinuz-KREL and no root
+# (the host's /lib/modules/KREL).  Debian sid's kernel of the 7.2 track
+# cannot be installed on the host: its image and module tree are those
+# tools/sid-kernel.sh unpacked in its cache (make deps), and the guest
+# mounts that tree at /lib/modules/KREL (initramfs-init).
+locate_kernel() {
+	local env
+
+	LOC_KERNEL=/boot/vmlinuz-$1
+	LOC_MODROOT=
+	[ -d "/lib/modules/$1" ] && return 0
+	env=$("$TOP/tools/sid-kernel.sh" --query 2> /dev/null) || return 0
+	[ "$(sed -n 's/^SID_KREL=//p' <<< "$env")" = "$1" ] || return 0
+	LOC_KERNEL=$(sed -n 's/^SID_KERNEL=//p' <<< "$env")
+	LOC_MODROOT=$(sed -n 's/^SID_MODROOT=//p' <<< "$env")
+}
+
 # vmlib_check: validate the common options, fill the per-guest defaults.
 vmlib_check() {
 	local i
 
-	KERNEL=${KERNEL:-/boot/vmlinuz-$KREL}
+	locate_kernel "$KREL"
+	KERNEL=${KERNEL:-$LOC_KERNEL}
+	MODROOT=${MODROOT:-$LOC_MODROOT}
 	case "$TIMEOUT$BOOT_TIMEOUT" in
 	*[!0-9]*) die "timeouts are whole seconds" ;;
 	esac
@@ -112,18 +140,29 @@ vmlib_check() {
 		[[ ${VM_SMP[i]} =~ ^[1-9][0-9]*$ ]] || die "vCPUs must be a whole number from 1"
 		VM_KREL[i]=${VM_KREL[i]:-$KREL}
 		# --kernel FILE goes with --krel: a guest of that release
-		# boots FILE, one of another release its /boot image.
-		if [ -z "${VM_KERNEL[i]:-}" ]; then
-			if [ "${VM_KREL[i]}" = "$KREL" ]; then
-				VM_KERNEL[i]=$KERNEL
-			else
-				VM_KERNEL[i]=/boot/vmlinuz-${VM_KREL[i]}
-			fi
+		# boots FILE, one of another release its own image.
+		if [ "${VM_KREL[i]}" = "$KREL" ]; then
+			VM_KERNEL[i]=${VM_KERNEL[i]:-$KERNEL}
+			VM_MODROOT[i]=${VM_MODROOT[i]:-$MODROOT}
+		else
+			locate_kernel "${VM_KREL[i]}"
+			VM_KERNEL[i]=${VM_KERNEL[i]:-$LOC_KERNEL}
+			VM_MODROOT[i]=${VM_MODROOT[i]:-$LOC_MODROOT}
 		fi
 		VM_NAME[i]=${VM_NAME[i]:-vm$i}
 		[ -r "${VM_KERNEL[i]}" ] || die "no kernel image ${VM_KERNEL[i]}"
-		[ -d "/lib/modules/${VM_KREL[i]}" ] ||
-			die "no modules in /lib/modules/${VM_KREL[i]}"
+		[ -d "${VM_MODROOT[i]}/lib/modules/${VM_KREL[i]}" ] ||
+			die "no modules in ${VM_MODROOT[i]}/lib/modules/${VM_KREL[i]}"
+		VM_MODDIR[i]=
+		[ -n "${VM_MODROOT[i]}" ] || continue
+		# The guest sees the host's / (less the tmpfs directories)
+		# and mounts this at /lib/modules/KREL; it goes on the
+		# kernel command line.
+		VM_MODDIR[i]=$(readlink -f "${VM_MODROOT[i]}/lib/modules/${VM_KREL[i]}")
+		case "${VM_MODDIR[i]}" in
+		/tmp/* | /run/* | /var/tmp/* | /root/* | /dev/* | *[[:space:]]*)
+			die "the guest cannot see modules in ${VM_MODDIR[i]}" ;;
+		esac
 	done
 	command -v qemu-system-x86_64 > /dev/null || die "qemu-system-x86_64 missing"
 }
@@ -166,7 +205,10 @@ guest_path() {
 # busybox-static plus the modules needed to mount 9p over virtio-pci, in
 # dependency order.  Built-in (=y) ones are skipped by modprobe itself.
 initramfs_modules() {
-	modprobe -S "$KREL" --show-depends -a virtio_pci 9pnet_virtio 9p |
+	local root=()
+
+	[ -n "$MODROOT" ] && root=(-d "$MODROOT")
+	modprobe "${root[@]}" -S "$KREL" --show-depends -a virtio_pci 9pnet_virtio 9p |
 		awk '$1 == "insmod" && !seen[$2]++ { print $2 }'
 }
 
@@ -177,7 +219,7 @@ build_initramfs() {
 	[ -n "$mods" ] || die "no 9p modules found for $KREL"
 	# shellcheck disable=SC2086
 	stamp=$( {
-		echo "$KREL"
+		echo "$KREL $MODROOT"
 		sha256sum "$RIG_DIR/initramfs-init" /bin/busybox $mods
 	} | sha256sum | cut -d' ' -f1)
 	if [ -r "$out" ] && [ "$(cat "$VMDIR/initramfs.stamp" 2>/dev/null)" = "$stamp" ]; then
@@ -253,10 +295,10 @@ is_elf() {
 	[ "$(head -c 4 "$1" | od -An -c | tr -d ' ')" = 177ELF ]
 }
 
-# prepare_kernel KREL KERNEL: the initramfs and boot image of one kernel,
-# cached in build/KREL/vm/ (INITRAMFS, BOOT_KERNEL).
+# prepare_kernel KREL KERNEL MODROOT: the initramfs and boot image of one
+# kernel, cached in build/KREL/vm/ (INITRAMFS, BOOT_KERNEL).
 prepare_kernel() {
-	local KREL=$1 KERNEL=$2 VMDIR=$TOP/build/$1/vm
+	local KREL=$1 KERNEL=$2 MODROOT=$3 VMDIR=$TOP/build/$1/vm
 
 	mkdir -p "$VMDIR" || die "cannot create $VMDIR"
 	exec 9> "$VMDIR/.initramfs.lock"
@@ -450,7 +492,7 @@ start_vm() {
 		-nographic -nodefaults -no-reboot -monitor none \
 		-serial "file:$log" \
 		-kernel "$kernel" -initrd "${VM_INITRD[i]}" \
-		-append "$CMDLINE vm.index=$i vm.project=$TOP $EXTRA_CMDLINE" \
+		-append "$CMDLINE vm.index=$i vm.project=$TOP${VM_MODDIR[i]:+ vm.modules=${VM_MODDIR[i]}} $EXTRA_CMDLINE" \
 		-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap \
 		-device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
 		-fsdev local,id=res,path="$RUN",security_model=none,multidevs=remap \
@@ -484,6 +526,8 @@ start_vms() {
 	for i in $(seq 0 $((VMS - 1))); do
 		[ "${VM_KERNEL[i]}" = "$KERNEL" ] ||
 			echo "$ME: ${VM_NAME[i]} boots ${VM_KERNEL[i]}" >&2
+		[ -z "${VM_MODDIR[i]}" ] ||
+			echo "$ME: ${VM_NAME[i]}'s modules: ${VM_MODDIR[i]}" >&2
 		# A listening QEMU must be up before a connecting one starts.
 		start_vm "$i"
 		wait_listening "$i"
@@ -616,7 +660,7 @@ vmlib_boot() {
 	VM_BOOT=()
 	VM_INITRD=()
 	for i in $(seq 0 $((VMS - 1))); do
-		prepare_kernel "${VM_KREL[i]}" "${VM_KERNEL[i]}"
+		prepare_kernel "${VM_KREL[i]}" "${VM_KERNEL[i]}" "${VM_MODROOT[i]}"
 		VM_INITRD[i]=$INITRAMFS
 		VM_BOOT[i]=$BOOT_KERNEL
 	done
