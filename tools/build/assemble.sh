@@ -13,8 +13,11 @@
 #
 # The project's own *.c, *.h and Kbuild are laid over the base, then
 # DIR/patches/*.patch are applied in name order with patch -p1 from the
-# tree root; DIR/patches/<series>/NAME.patch, where there is one, is
-# applied instead of NAME.patch (code that differs between the series).  Files are only rewritten when their content changed, so
+# tree root.  Where the code differs between the series, a patch has
+# versions in DIR/patches/<series>/NAME.patch: a version holds from its
+# series up to the next one's, so the tree's series takes the version of
+# the newest <series> directory not newer than itself, else NAME.patch
+# (6.1).  Files are only rewritten when their content changed, so
 # kbuild's incremental builds keep working; the source tree is never
 # written to.
 set -euo pipefail
@@ -25,6 +28,25 @@ shift 2
 series=$(basename "$src")
 series=${series#linux-source-}
 top=$(cd "$(dirname "$0")/../.." && pwd)
+
+# patch_for PATCHES NAME: the version of NAME for $series
+patch_for() {
+	local v best
+
+	# the series directories holding NAME, and $series itself, in
+	# version order: the one just before $series is the version
+	best=$({
+		for v in "$1"/*/"$2"; do
+			[ -f "$v" ] && basename "$(dirname "$v")"
+		done
+		echo "$series ="
+	} | sort -V | sed -n "/^$series =\$/{x;p;q};h")
+	if [ -n "$best" ] && [ "$best" != "$series =" ]; then
+		echo "$1/$best/$2"
+	else
+		echo "$1/$2"
+	fi
+}
 
 for arg in "$@"; do
 	dir=${arg#distro:}
@@ -45,9 +67,7 @@ for arg in "$@"; do
 	[ -f "$top/$dir/Kbuild" ] && rm -f "$stage/$dir/Makefile"
 	for p in "$top/$dir"/patches/*.patch; do
 		[ -f "$p" ] || continue
-		# the kernel series' own version of a patch, if it has one
-		alt=$top/$dir/patches/$series/$(basename "$p")
-		[ -f "$alt" ] && p=$alt
+		p=$(patch_for "$top/$dir/patches" "$(basename "$p")")
 		if ! patch -p1 -s -N --no-backup-if-mismatch -d "$stage" <"$p"; then
 			echo "assemble: $p does not apply" >&2
 			exit 1
