@@ -3504,7 +3504,7 @@ bool cm_test_av_is_clear(struct ib_cm_id *cm_id, bool alt)
 	spin_unlock_irqrestore(&priv->lock, flags);
 	return clear;
 }
-EXPORT_SYMBOL_NS_GPL(cm_test_av_is_clear, IB_CM_TEST);
+EXPORT_SYMBOL_FOR_CM_TEST(cm_test_av_is_clear);
 
 /**
  * cm_test_id_hold() - Hold a reference on a cm_id, as a send in flight does.
@@ -3514,7 +3514,7 @@ void cm_test_id_hold(struct ib_cm_id *cm_id)
 {
 	refcount_inc(&to_priv(cm_id)->refs);
 }
-EXPORT_SYMBOL_NS_GPL(cm_test_id_hold, IB_CM_TEST);
+EXPORT_SYMBOL_FOR_CM_TEST(cm_test_id_hold);
 
 /**
  * cm_test_id_release() - Drop the reference of cm_test_id_hold().
@@ -3524,7 +3524,7 @@ void cm_test_id_release(struct ib_cm_id *cm_id)
 {
 	cm_id_put(to_priv(cm_id));
 }
-EXPORT_SYMBOL_NS_GPL(cm_test_id_release, IB_CM_TEST);
+EXPORT_SYMBOL_FOR_CM_TEST(cm_test_id_release);
 
 /**
  * cm_test_destroy_timeouts() - How many times destroying a cm_id warned.
@@ -3536,7 +3536,7 @@ unsigned int cm_test_destroy_timeouts(void)
 {
 	return atomic_read(&cm_destroy_wait_timeouts);
 }
-EXPORT_SYMBOL_NS_GPL(cm_test_destroy_timeouts, IB_CM_TEST);
+EXPORT_SYMBOL_FOR_CM_TEST(cm_test_destroy_timeouts);
 
 /**
  * cm_test_destroy_wait_ms() - How long destroying a cm_id waits to warn.
@@ -3556,7 +3556,7 @@ unsigned int cm_test_destroy_wait_ms(struct ib_cm_id *cm_id)
 	spin_unlock_irqrestore(&priv->lock, flags);
 	return ms;
 }
-EXPORT_SYMBOL_NS_GPL(cm_test_destroy_wait_ms, IB_CM_TEST);
+EXPORT_SYMBOL_FOR_CM_TEST(cm_test_destroy_wait_ms);
 
 /**
  * cm_test_destroy_wait_cap() - Set the test builds' cap on that wait.
@@ -3568,7 +3568,7 @@ unsigned int cm_test_destroy_wait_cap(unsigned int ms)
 {
 	return xchg(&destroy_wait_cap_ms, ms);
 }
-EXPORT_SYMBOL_NS_GPL(cm_test_destroy_wait_cap, IB_CM_TEST);
+EXPORT_SYMBOL_FOR_CM_TEST(cm_test_destroy_wait_cap);
 
 /*
  * For cm_test_inject(): take @rwc as if the MAD layer had just received it
@@ -3689,7 +3689,11 @@ static int __init ib_cm_init(void)
 	if (!cmg.id_cache)
 		return -ENOMEM;
 	cm_fault_init();
+#ifdef HAVE_WQ_PERCPU
+	cmg.wq = alloc_workqueue("ib_cm", WQ_PERCPU, 1);
+#else
 	cmg.wq = alloc_workqueue("ib_cm", 0, 1);
+#endif
 	cmg.tw.wq = cmg.wq;
 	ret = cmg.wq ? cm_client_register() : -ENOMEM;
 	if (!ret)

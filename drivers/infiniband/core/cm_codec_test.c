@@ -19,7 +19,7 @@
 #include "ib_selftest.h"
 
 /* The codec and the TimeWait code under test are ib_cm.ko's own. */
-MODULE_IMPORT_NS(IB_CM_TEST);
+MODULE_IMPORT_NS(IB_CM_TEST_NS);
 
 /*
  * The TimeWait table under test: its own lock, trees, list and workqueue,
@@ -1304,7 +1304,11 @@ static int codec_setup(void)
 	tws.rqpn_tree = RB_ROOT;
 	INIT_LIST_HEAD(&tws.list);
 	tws.expired = tw_report_expiry;
+#ifdef HAVE_WQ_PERCPU
+	tws.wq = alloc_workqueue("ib_cm_test", WQ_PERCPU, 1);
+#else
 	tws.wq = alloc_workqueue("ib_cm_test", 0, 1);
+#endif
 	return tws.wq ? 0 : -ENOMEM;
 }
 

@@ -28,7 +28,7 @@
 #include "cm_test_hook.h"
 #include "ib_selftest.h"
 
-MODULE_IMPORT_NS(IB_CM_TEST);
+MODULE_IMPORT_NS(IB_CM_TEST_NS);
 
 #define MOCK_PORTS	2
 /* No port fails the setting of IB_PORT_CM_SUP. */
@@ -220,6 +220,9 @@ static struct ib_mr *mock_get_dma_mr(struct ib_pd *pd, int access)
 
 static struct ib_mr *mock_reg_user_mr(struct ib_pd *pd, u64 start, u64 len,
 				      u64 virt, int access,
+#ifdef HAVE_IB_DMAH
+				      struct ib_dmah *dmah,
+#endif
 				      struct ib_udata *udata)
 {
 	return ERR_PTR(-EOPNOTSUPP);

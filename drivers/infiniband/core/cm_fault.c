@@ -153,7 +153,7 @@ void cm_fault_arm(int nth)
 	WRITE_ONCE(cm_fault_task, current);
 	atomic_set(&cm_fail_nth, nth);
 }
-EXPORT_SYMBOL_NS_GPL(cm_fault_arm, IB_CM_TEST);
+EXPORT_SYMBOL_FOR_CM_TEST(cm_fault_arm);
 
 /**
  * cm_fault_disarm() - disarm the countdown
@@ -168,7 +168,7 @@ int cm_fault_disarm(void)
 	WRITE_ONCE(cm_fault_task, NULL);
 	return left;
 }
-EXPORT_SYMBOL_NS_GPL(cm_fault_disarm, IB_CM_TEST);
+EXPORT_SYMBOL_FOR_CM_TEST(cm_fault_disarm);
 
 static int cm_fault_ids_get(void *data, u64 *val)
 {

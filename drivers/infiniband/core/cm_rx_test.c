@@ -62,7 +62,7 @@
 
 #include <linux/prandom.h>
 
-MODULE_IMPORT_NS(IB_CM_TEST);
+MODULE_IMPORT_NS(IB_CM_TEST_NS);
 
 #define RX_MAD_SIZE	256
 #define RX_PDATA	CMT_PDATA

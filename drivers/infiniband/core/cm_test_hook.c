@@ -156,7 +156,7 @@ put:
 	cm_dev_put(port->dev);
 	return ret;
 }
-EXPORT_SYMBOL_NS_GPL(cm_test_inject, IB_CM_TEST);
+EXPORT_SYMBOL_FOR_CM_TEST(cm_test_inject);
 
 /* Free a MAD made by cm_test_inject(), once the CM is done with it. */
 void cm_test_recv_free(struct ib_mad_recv_wc *rwc)
@@ -189,7 +189,7 @@ long cm_test_counter(struct ib_device *ibdev, u32 port_num,
 	cm_dev_put(port->dev);
 	return val;
 }
-EXPORT_SYMBOL_NS_GPL(cm_test_counter, IB_CM_TEST);
+EXPORT_SYMBOL_FOR_CM_TEST(cm_test_counter);
 
 /**
  * cm_test_flush() - Wait until every queued CM receive job has run.
@@ -202,7 +202,7 @@ void cm_test_flush(void)
 {
 	flush_workqueue(cmg.wq);
 }
-EXPORT_SYMBOL_NS_GPL(cm_test_flush, IB_CM_TEST);
+EXPORT_SYMBOL_FOR_CM_TEST(cm_test_flush);
 
 /*
  * The one port on which LAPs are taken as on an IB link, or NULL.
@@ -253,7 +253,7 @@ int cm_test_lap_on_roce(struct ib_device *ibdev, u32 port_num, bool on)
 		cm_dev_put(old->dev);
 	return 0;
 }
-EXPORT_SYMBOL_NS_GPL(cm_test_lap_on_roce, IB_CM_TEST);
+EXPORT_SYMBOL_FOR_CM_TEST(cm_test_lap_on_roce);
 
 /* Whether cm_test_lap_on_roce() switched @port on. */
 bool cm_test_lap_as_ib(const struct cm_port *port)
@@ -306,7 +306,7 @@ long cm_test_dev_refs(struct ib_device *ibdev, u32 port_num)
 	cm_dev_put(port->dev);
 	return refs;
 }
-EXPORT_SYMBOL_NS_GPL(cm_test_dev_refs, IB_CM_TEST);
+EXPORT_SYMBOL_FOR_CM_TEST(cm_test_dev_refs);
 
 /**
  * cm_test_id_count() - How many cm_ids hold a local communication ID.
@@ -324,7 +324,7 @@ unsigned long cm_test_id_count(void)
 		n++;
 	return n;
 }
-EXPORT_SYMBOL_NS_GPL(cm_test_id_count, IB_CM_TEST);
+EXPORT_SYMBOL_FOR_CM_TEST(cm_test_id_count);
 
 /* Runs where the event fires, with the cm_id's lock held. */
 static void cm_test_rej_probe(void *data, const struct ib_cm_id *cm_id,
@@ -350,7 +350,7 @@ int cm_test_rej_watch(struct cm_test_rej_seen *seen)
 {
 	return register_trace_icm_send_rej(cm_test_rej_probe, seen);
 }
-EXPORT_SYMBOL_NS_GPL(cm_test_rej_watch, IB_CM_TEST);
+EXPORT_SYMBOL_FOR_CM_TEST(cm_test_rej_watch);
 
 /**
  * cm_test_rej_unwatch() - Stop recording for cm_test_rej_watch().
@@ -363,4 +363,4 @@ void cm_test_rej_unwatch(struct cm_test_rej_seen *seen)
 	unregister_trace_icm_send_rej(cm_test_rej_probe, seen);
 	tracepoint_synchronize_unregister();
 }
-EXPORT_SYMBOL_NS_GPL(cm_test_rej_unwatch, IB_CM_TEST);
+EXPORT_SYMBOL_FOR_CM_TEST(cm_test_rej_unwatch);

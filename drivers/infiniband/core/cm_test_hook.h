@@ -12,6 +12,8 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_cm.h>
 
+#include "cm_codec.h"
+
 int cm_test_inject(struct ib_device *ibdev, u32 port_num,
 		   const union ib_gid *sgid, const union ib_gid *dgid,
 		   const void *mad);

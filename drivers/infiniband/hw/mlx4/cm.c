@@ -2279,7 +2279,11 @@ int mlx4_ib_cm_init(void)
 {
 	const char *owner = pvcm_owner();
 
+#ifdef HAVE_WQ_PERCPU
+	cm_wq = alloc_workqueue("mlx4_ib_cm", WQ_PERCPU, 0);
+#else
 	cm_wq = alloc_workqueue("mlx4_ib_cm", 0, 0);
+#endif
 	if (!cm_wq)
 		return -ENOMEM;
 	pvcm_cache = kmem_cache_create(owner ?: "mlx4_ib_pvcm",
