@@ -317,6 +317,7 @@ static struct ib_mad_send_buf *cm_msg_wrap(struct cm_port *port,
 		goto err;
 	msg->ah = ah;
 	msg->context[0] = NULL;
+	msg->context[1] = NULL;
 	return msg;
 
 err:
@@ -327,11 +328,13 @@ err:
 }
 
 /*
- * Build a send buffer addressed by the ID's primary AV.  Called with the
- * ID lock held, so only non-sleeping AH creation and GFP_ATOMIC are used.
- * The MAD agent stays pinned until cm_msg_send() or cm_msg_abandon().
+ * Build a send buffer addressed by the ID's primary AV, on the port's REP
+ * agent (cm_rep_agent_pin()) for @rep.  Called with the ID lock held, so
+ * only non-sleeping AH creation and GFP_ATOMIC are used.  The MAD agent
+ * stays pinned until cm_msg_send() or cm_msg_abandon().
  */
-static struct ib_mad_send_buf *cm_id_msg(struct cm_id_private *priv)
+static struct ib_mad_send_buf *cm_id_msg_on(struct cm_id_private *priv,
+					    bool rep)
 {
 	struct cm_port *port = cm_av_port(priv, &priv->av);
 	struct ib_mad_send_buf *msg;
@@ -340,7 +343,7 @@ static struct ib_mad_send_buf *cm_id_msg(struct cm_id_private *priv)
 
 	if (!port)
 		return ERR_PTR(-EINVAL);
-	agent = cm_agent_pin(port);
+	agent = rep ? cm_rep_agent_pin(port) : cm_agent_pin(port);
 	if (!agent)
 		return ERR_PTR(-ENODEV);
 	if (cm_should_fail()) {
@@ -359,9 +362,16 @@ static struct ib_mad_send_buf *cm_id_msg(struct cm_id_private *priv)
 	return msg;
 }
 
+static struct ib_mad_send_buf *cm_id_msg(struct cm_id_private *priv)
+{
+	return cm_id_msg_on(priv, false);
+}
+
 /*
  * Build a send buffer answering the sender of @rwc, without any cm_id.
  * May sleep; call without spinlocks.  Pins the agent like cm_id_msg().
+ * One that repeats an answer for a duplicate is marked so with
+ * cm_msg_mark_repeat().
  */
 static struct ib_mad_send_buf *cm_reply_msg(struct cm_port *port,
 					    struct ib_mad_recv_wc *rwc)
@@ -379,6 +389,18 @@ static struct ib_mad_send_buf *cm_reply_msg(struct cm_port *port,
 	ah = ib_create_ah_from_wc(agent->qp->pd, rwc->wc, rwc->recv_buf.grh,
 				  port->num);
 	return cm_msg_wrap(port, agent, ah, 1, rwc->wc->pkey_index, GFP_KERNEL);
+}
+
+/*
+ * A reply without a cm_id that repeats an answer for a duplicate is never
+ * retried by the MAD layer; it counts as one retry of that answer.  The
+ * mark is in context[1], which holds a state for the sends of a cm_id.
+ */
+#define CM_MSG_REPEAT	((void *)~0UL)
+
+static void cm_msg_mark_repeat(struct ib_mad_send_buf *msg)
+{
+	msg->context[1] = CM_MSG_REPEAT;
 }
 
 static struct cm_port *cm_msg_port(struct ib_mad_send_buf *msg)
@@ -417,10 +439,32 @@ static int cm_msg_send(struct ib_mad_send_buf *msg)
 	return ret;
 }
 
+#ifdef HAVE_IB_PREPARE_CM_MRA
+/*
+ * The newer contract: a send that expects no answer holds no reference to
+ * its cm_id, so that a completion that never comes (a function reset)
+ * cannot hold up ib_destroy_cm_id().  The caller holds one of its own.
+ */
+static void cm_msg_unpin_id(struct ib_mad_send_buf *msg)
+{
+	struct cm_id_private *priv = msg->context[0];
+
+	if (!priv)
+		return;
+	msg->context[0] = NULL;
+	refcount_dec(&priv->refs);
+}
+#endif
+
 /* Post an untracked send; a buffer the MAD layer refused is freed here. */
 static int cm_msg_send_or_release(struct ib_mad_send_buf *msg)
 {
-	int err = cm_msg_send(msg);
+	int err;
+
+#ifdef HAVE_IB_PREPARE_CM_MRA
+	cm_msg_unpin_id(msg);
+#endif
+	err = cm_msg_send(msg);
 
 	if (err)
 		cm_msg_release(msg);
@@ -1003,6 +1047,9 @@ static int cm_send_rej_locked(struct cm_id_private *priv,
 			      u8 ari_len, const void *pdata, u8 pdata_len);
 static int cm_send_dreq_locked(struct cm_id_private *priv,
 			       const void *pdata, u8 pdata_len);
+static void cm_put_dreq_for(struct cm_id_private *priv,
+			    struct ib_mad_send_buf *msg,
+			    const void *pdata, u8 pdata_len);
 static int cm_send_drep_locked(struct cm_id_private *priv, void *pdata,
 			       u8 pdata_len);
 static int cm_send_sidr_rep_locked(struct cm_id_private *priv,
@@ -1033,6 +1080,33 @@ static void cm_listen_unlink(struct cm_id_private *priv)
 	RB_CLEAR_NODE(&priv->listen_node);
 }
 
+#ifdef HAVE_IB_PREPARE_CM_MRA
+/*
+ * The newer contract: a destroyed connection sends its DREQ once, as a
+ * send that expects no answer, and goes to TimeWait; the destroy does not
+ * wait for that send to complete.
+ */
+static void cm_leave_established(struct cm_id_private *priv)
+{
+	struct ib_mad_send_buf *msg;
+
+	lockdep_assert_held(&priv->lock);
+	msg = cm_id_msg(priv);
+	if (!IS_ERR(msg)) {
+		cm_put_dreq_for(priv, msg, NULL, 0);
+		trace_icm_send_dreq(&priv->id);
+		cm_msg_send_or_release(msg);
+	}
+	cm_enter_timewait(priv);
+}
+#else
+/* A destroyed connection sends its DREQ as ib_send_cm_dreq() does. */
+static void cm_leave_established(struct cm_id_private *priv)
+{
+	cm_send_dreq_locked(priv, NULL, 0);
+}
+#endif
+
 /*
  * One step of leaving the current state, telling the peer what IBTA asks
  * for (DREQ, DREP, REJ, SIDR_REP).  Some steps end in TimeWait, which the
@@ -1050,7 +1124,7 @@ static void cm_leave_step(struct cm_id_private *priv, int err)
 		if (priv->qp_type == IB_QPT_XRC_TGT)
 			priv->id.state = IB_CM_IDLE;
 		else
-			cm_send_dreq_locked(priv, NULL, 0);
+			cm_leave_established(priv);
 	} else if (st == IB_CM_DREQ_RCVD) {
 		cm_send_drep_locked(priv, NULL, 0);
 	} else if (st == IB_CM_DREQ_SENT) {
@@ -1627,13 +1701,19 @@ static void cm_dup_req(struct cm_job *job, struct cm_id_private *other)
 		return;
 	spin_lock_irq(&other->lock);
 	state = other->id.state;
-	if (state == IB_CM_MRA_REQ_SENT)
+	if (state == IB_CM_MRA_REQ_SENT) {
 		cm_put_mra_for(other, msg->mad, CMC_MSG_REQ,
 			       other->service_timeout, other->pdata,
 			       other->pdata_len);
-	else if (state == IB_CM_TIMEWAIT)
+		cm_msg_mark_repeat(msg);
+	} else if (state == IB_CM_TIMEWAIT) {
 		cm_put_rej_for(other, msg->mad, state, IB_CM_REJ_STALE_CONN,
 			       NULL, 0, NULL, 0);
+#ifdef HAVE_IB_PREPARE_CM_MRA
+		/* The newer CM counts this REJ as a repeat as well. */
+		cm_msg_mark_repeat(msg);
+#endif
+	}
 	spin_unlock_irq(&other->lock);
 	if (state == IB_CM_MRA_REQ_SENT || state == IB_CM_TIMEWAIT) {
 		trace_icm_send_dup_req(&other->id);
@@ -1988,7 +2068,7 @@ int ib_send_cm_rep(struct ib_cm_id *cm_id, struct ib_cm_rep_param *param)
 		spin_unlock_irqrestore(&priv->lock, flags);
 		return -EINVAL;
 	}
-	msg = cm_id_msg(priv);
+	msg = cm_id_msg_on(priv, true);
 	ret = PTR_ERR_OR_ZERO(msg);
 	if (!ret) {
 		f.local_comm_id = be32_to_cpu(cm_id->local_id);
@@ -2095,6 +2175,7 @@ static void cm_dup_rep(struct cm_job *job, const struct cmc_rep *r)
 	spin_unlock_irq(&priv->lock);
 	if (send) {
 		trace_icm_send_dup_rep(&priv->id);
+		cm_msg_mark_repeat(msg);
 		cm_msg_send_or_release(msg);
 	} else {
 		cm_msg_abandon(msg);
@@ -2232,15 +2313,29 @@ static void cm_rtu_rcvd(struct cm_job *job)
 /* ------------------------------------------------------------------ */
 /* DREQ / DREP                                                         */
 
+/* Fill @msg as the ID's DREQ, with a new transaction ID. */
+static void cm_put_dreq_for(struct cm_id_private *priv,
+			    struct ib_mad_send_buf *msg,
+			    const void *pdata, u8 pdata_len)
+{
+	struct cmc_dreq f = {
+		.local_comm_id = be32_to_cpu(priv->id.local_id),
+		.remote_comm_id = be32_to_cpu(priv->id.remote_id),
+		.remote_qpn = be32_to_cpu(priv->remote_qpn),
+		.pdata = pdata,
+		.pdata_len = pdata_len,
+	};
+
+	lockdep_assert_held(&priv->lock);
+	cmc_put_hdr(msg->mad, CM_DREQ_ATTR_ID, cm_new_tid(priv, msg), 0);
+	cmc_put_dreq(msg->mad, &f);
+}
+
 /* Whatever happens to the DREQ, the connection goes to TimeWait. */
 static int cm_send_dreq_locked(struct cm_id_private *priv,
 			       const void *pdata, u8 pdata_len)
 {
 	struct ib_mad_send_buf *msg;
-	struct cmc_dreq f = {
-		.pdata = pdata,
-		.pdata_len = pdata_len,
-	};
 	int ret;
 
 	lockdep_assert_held(&priv->lock);
@@ -2255,12 +2350,7 @@ static int cm_send_dreq_locked(struct cm_id_private *priv,
 	msg = cm_id_msg(priv);
 	ret = PTR_ERR_OR_ZERO(msg);
 	if (!ret) {
-		f.local_comm_id = be32_to_cpu(priv->id.local_id);
-		f.remote_comm_id = be32_to_cpu(priv->id.remote_id);
-		f.remote_qpn = be32_to_cpu(priv->remote_qpn);
-		cmc_put_hdr(msg->mad, CM_DREQ_ATTR_ID, cm_new_tid(priv, msg),
-			    0);
-		cmc_put_dreq(msg->mad, &f);
+		cm_put_dreq_for(priv, msg, pdata, pdata_len);
 		trace_icm_send_dreq(&priv->id);
 		ret = cm_send_tracked(priv, msg, IB_CM_DREQ_SENT);
 	}
@@ -2352,6 +2442,7 @@ static void cm_issue_drep(struct cm_port *port, struct ib_mad_recv_wc *rwc)
 	trace_icm_issue_drep(d.local_comm_id, d.remote_comm_id);
 	cmc_put_hdr(msg->mad, CM_DREP_ATTR_ID, in->hdr.tid, 0);
 	cmc_put_drep(msg->mad, &f);
+	cm_msg_mark_repeat(msg);
 	cm_msg_send_or_release(msg);
 }
 
@@ -2374,10 +2465,12 @@ static void cm_redo_drep(struct cm_id_private *priv, struct cm_job *job,
 		cm_put_ids_for(priv, rsp->mad, CM_DREP_ATTR_ID, priv->pdata,
 			       priv->pdata_len);
 	spin_unlock_irq(&priv->lock);
-	if (send)
+	if (send) {
+		cm_msg_mark_repeat(rsp);
 		cm_msg_send_or_release(rsp);
-	else
+	} else {
 		cm_msg_abandon(rsp);
+	}
 }
 
 static enum cm_rx_verdict cm_dreq_decide(struct cm_id_private *priv,
@@ -2636,6 +2729,42 @@ static int cm_mra_plan(struct cm_id_private *priv, enum ib_cm_state *st,
 	return -EINVAL;
 }
 
+#ifdef HAVE_IB_PREPARE_CM_MRA
+/*
+ * The service timeout of every MRA under the newer contract: about 68.7 s
+ * (4.096 us * 2^24), whatever the consumer's handling takes.
+ */
+#define CM_MRA_DUP_TIMEOUT	24
+
+/*
+ * The newer contract: the consumer only says that it will answer late.  No
+ * MRA goes out now; one goes out for each duplicate of the message that
+ * is being handled (cm_dup_req(), cm_dup_rep(), cm_lap_mra_again()), with
+ * CM_MRA_DUP_TIMEOUT and no private data.
+ */
+int ib_prepare_cm_mra(struct ib_cm_id *cm_id)
+{
+	struct cm_id_private *priv = to_priv(cm_id);
+	enum ib_cm_lap_state lap_state;
+	enum ib_cm_state state;
+	unsigned long flags;
+	int ret;
+
+	spin_lock_irqsave(&priv->lock, flags);
+	ret = min(cm_mra_plan(priv, &state, &lap_state), 0);
+	if (ret) {
+		trace_icm_prepare_mra_unknown_err(cm_id);
+	} else {
+		cm_id->state = state;
+		cm_id->lap_state = lap_state;
+		priv->service_timeout = CM_MRA_DUP_TIMEOUT;
+		cm_keep_pdata(priv, NULL, 0);
+	}
+	spin_unlock_irqrestore(&priv->lock, flags);
+	return ret;
+}
+EXPORT_SYMBOL(ib_prepare_cm_mra);
+#else
 int ib_send_cm_mra(struct ib_cm_id *cm_id, u8 service_timeout,
 		   const void *private_data, u8 private_data_len)
 {
@@ -2679,6 +2808,7 @@ int ib_send_cm_mra(struct ib_cm_id *cm_id, u8 service_timeout,
 	return ret;
 }
 EXPORT_SYMBOL(ib_send_cm_mra);
+#endif
 
 static enum cm_rx_verdict cm_mra_decide(struct cm_id_private *priv,
 					struct cm_job *job, void *msg)
@@ -2807,6 +2937,7 @@ static void cm_lap_mra_again(struct cm_id_private *priv, struct cm_job *job,
 	cm_put_mra_for(priv, rsp->mad, CMC_MSG_OTHER, priv->service_timeout,
 		       priv->pdata, priv->pdata_len);
 	spin_unlock_irq(&priv->lock);
+	cm_msg_mark_repeat(rsp);
 	cm_msg_send_or_release(rsp);
 }
 
@@ -3595,7 +3726,10 @@ static void cm_send_finished(struct cm_id_private *priv,
 	refcount_inc(&priv->refs);
 	spin_lock_irq(&priv->lock);
 	if (msg != priv->msg) {
-		/* An untracked or superseded send (RTU, DREP, REJ, ...). */
+		/*
+		 * A superseded send, or (before 7.2) an untracked one: RTU,
+		 * DREP, REJ, ...
+		 */
 		spin_unlock_irq(&priv->lock);
 		cm_msg_release(msg);
 		goto out;
@@ -3649,8 +3783,7 @@ void cm_mad_send_handler(struct ib_mad_agent *agent,
 	struct cm_port *port = agent->context;
 	__be16 attr = ((struct ib_mad_hdr *)msg->mad)->attr_id;
 
-	/* Replies without a cm_id are never retried by the MAD layer. */
-	if (!priv && attr != CM_REJ_ATTR_ID)
+	if (!priv && msg->context[1] == CM_MSG_REPEAT)
 		msg->retries = 1;
 	cm_ctr_add(port, CM_CTR_TX, attr, 1 + msg->retries);
 	if (msg->retries)

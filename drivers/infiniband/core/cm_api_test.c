@@ -47,7 +47,11 @@ static void idle_id_rejects_every_call(void)
 	IBST_EXPECT_EQ(ib_send_cm_drep(id, NULL, 0), -EINVAL);
 	IBST_EXPECT_EQ(ib_send_cm_rej(id, IB_CM_REJ_CONSUMER_DEFINED, NULL, 0,
 				      NULL, 0), -EINVAL);
+#ifdef HAVE_IB_PREPARE_CM_MRA
+	IBST_EXPECT_EQ(ib_prepare_cm_mra(id), -EINVAL);
+#else
 	IBST_EXPECT_EQ(ib_send_cm_mra(id, 10, NULL, 0), -EINVAL);
+#endif
 	IBST_EXPECT_EQ(ib_cm_notify(id, IB_EVENT_COMM_EST), -EINVAL);
 	IBST_EXPECT_EQ(ib_cm_notify(id, IB_EVENT_PATH_MIG), -EINVAL);
 	IBST_EXPECT_EQ(ib_cm_notify(id, IB_EVENT_QP_FATAL), -EINVAL);
@@ -100,9 +104,11 @@ static void parameter_limits(void)
 	}
 	IBST_EXPECT_EQ(ib_send_cm_rtu(id, big, IB_CM_RTU_PRIVATE_DATA_SIZE + 1),
 		       -EINVAL);
+#ifndef HAVE_IB_PREPARE_CM_MRA
 	IBST_EXPECT_EQ(ib_send_cm_mra(id, 1, big,
 				      IB_CM_MRA_PRIVATE_DATA_SIZE + 1),
 		       -EINVAL);
+#endif
 	IBST_EXPECT_EQ(ib_send_cm_sidr_req(id, &sidr), -EINVAL);
 	IBST_EXPECT_EQ(id->state, IB_CM_IDLE);
 	ib_destroy_cm_id(id);

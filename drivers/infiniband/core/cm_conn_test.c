@@ -66,6 +66,17 @@
 #define CC_RETRIES		15
 /* The MRA's service timeout: 2^(20 - 8) ms, about 4 s. */
 #define CC_MRA_TIMEOUT		20
+#ifdef HAVE_IB_PREPARE_CM_MRA
+/*
+ * The newer CM sends an MRA only for a repeated REQ, always with 2^24
+ * times 4.096 us (about 68.7 s) and without private data.
+ */
+#define CC_MRA_SEEN_TIMEOUT	24
+/* The REQ's repeats in the MRA cases: 9 tries, about 2.5 s. */
+#define CC_MRA_RETRIES		8
+#else
+#define CC_MRA_SEEN_TIMEOUT	CC_MRA_TIMEOUT
+#endif
 #define CC_PDATA		CMT_PDATA
 #define CC_ARI_LEN		5
 #define CC_MAX_EVENTS		48
@@ -86,7 +97,8 @@ static u32 cc_serial;
  * @type: QP type of the active side (RC, UC or XRC_INI)
  * @plt: packet life time of the path, IBTA time exponent
  * @mra_on_req: the passive side answers the REQ with an MRA from its
- *	event handler
+ *	event handler (on a newer CM: prepares one there, which goes out for
+ *	the REQ's repeats)
  * @req_again: the active side sends its REQ again from the handler of
  *	the first IB_CM_REQ_ERROR
  * @path: path to this port's own GID and MAC
@@ -161,7 +173,8 @@ struct cc_conn {
  * @ari: REJ: the additional rejection information
  * @service_timeout: MRA: the service timeout
  * @send_status: *_ERROR: status of the failed send
- * @mra_ret: REQ with @mra_on_req: what ib_send_cm_mra() returned
+ * @mra_ret: REQ with @mra_on_req: what ib_send_cm_mra() (or, on a newer
+ *	CM, ib_prepare_cm_mra()) returned
  * @again_ret: REQ_ERROR with @req_again: what ib_send_cm_req() returned
  * @dropped: the handler returned non-zero for this event
  * @req_pdata: REQ: the whole private data field
@@ -356,7 +369,9 @@ static int cc_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 	bool again = false;
 	bool is_act;
 	unsigned long flags;
+#ifndef HAVE_IB_PREPARE_CM_MRA
 	u8 pd[CC_PDATA];
+#endif
 
 	cc_note(&e, id, ev);
 	if (ev->event == IB_CM_REQ_ERROR && c) {
@@ -376,9 +391,13 @@ static int cc_handler(struct ib_cm_id *id, const struct ib_cm_event *ev)
 		spin_unlock_irqrestore(&cc_lock, flags);
 		if (claimed && c->mra_on_req &&
 		    ev->event == IB_CM_REQ_RECEIVED) {
+#ifdef HAVE_IB_PREPARE_CM_MRA
+			e.mra_ret = ib_prepare_cm_mra(id);
+#else
 			cc_tag(pd, 'M');
 			e.mra_ret = ib_send_cm_mra(id, CC_MRA_TIMEOUT, pd,
 						   sizeof(pd));
+#endif
 		}
 	}
 	spin_lock_irqsave(&cc_lock, flags);
@@ -1413,10 +1432,15 @@ out:
 }
 
 /* How long an unanswered REQ of the fast cases lives, in ms. */
+static unsigned int cc_req_ms(unsigned int retries)
+{
+	return (retries + 1) *
+	       (2 * cc_iba_ms(CC_FAST_PLT) + cc_iba_ms(CC_FAST_RESP));
+}
+
 static unsigned int cc_fast_req_ms(void)
 {
-	return (CC_FAST_RETRIES + 1) *
-	       (2 * cc_iba_ms(CC_FAST_PLT) + cc_iba_ms(CC_FAST_RESP));
+	return cc_req_ms(CC_FAST_RETRIES);
 }
 
 static void cc_conn_init_fast(struct cc_conn *c)
@@ -1424,6 +1448,19 @@ static void cc_conn_init_fast(struct cc_conn *c)
 	cc_conn_init(c, IB_QPT_RC, CC_FAST_PLT);
 	c->req.remote_cm_response_timeout = CC_FAST_RESP;
 	c->req.max_cm_retries = CC_FAST_RETRIES;
+}
+
+/*
+ * A fast REQ for the MRA cases.  On a newer CM the MRA goes out for a
+ * repeat of the REQ only: leave room for several repeats after the
+ * passive side's handler has prepared it, however slow the guest.
+ */
+static void cc_conn_init_mra(struct cc_conn *c)
+{
+	cc_conn_init_fast(c);
+#ifdef HAVE_IB_PREPARE_CM_MRA
+	c->req.max_cm_retries = CC_MRA_RETRIES;
+#endif
 }
 
 /*
@@ -1497,7 +1534,8 @@ out:
 }
 
 /*
- * An MRA for the REQ (sent from the passive side's REQ handler) makes the
+ * An MRA for the REQ (sent from the passive side's REQ handler; on a newer
+ * CM, prepared there and sent for the REQ's first repeat) makes the
  * active side wait the MRA's service timeout instead (IBTA 12.6.6): it
  * is still waiting long after the REQ alone would have failed, and the
  * late REP completes the connection.
@@ -1508,7 +1546,7 @@ static void mra_delays_req_timeout(void)
 	struct cc_event e;
 	u8 pd[CC_PDATA];
 
-	cc_conn_init_fast(c);
+	cc_conn_init_mra(c);
 	c->mra_on_req = true;
 	if (!cc_listen(c) || !cc_send_req(c) ||
 	    !cc_wait(c, NULL, IB_CM_REQ_RECEIVED, &e) || !cc_passive(c))
@@ -1517,12 +1555,17 @@ static void mra_delays_req_timeout(void)
 	IBST_EXPECT_EQ(cc_state(c->pas), IB_CM_MRA_REQ_SENT);
 	if (!cc_wait(c, c->act, IB_CM_MRA_RECEIVED, &e))
 		goto out;
-	IBST_EXPECT_EQ(e.service_timeout, CC_MRA_TIMEOUT);
+	IBST_EXPECT_EQ(e.service_timeout, CC_MRA_SEEN_TIMEOUT);
 	IBST_EXPECT_EQ(e.state, IB_CM_MRA_REQ_RCVD);
+#ifdef HAVE_IB_PREPARE_CM_MRA
+	/* no private data: the MAD's field is all zero */
+	IBST_EXPECT(!e.has_pdata || !memchr_inv(e.pdata, 0, sizeof(e.pdata)));
+#else
 	IBST_EXPECT(cc_pdata_is(&e, 'M'));
+#endif
 
 	/* Twice what the REQ alone lives, well inside the service timeout. */
-	msleep(2 * cc_fast_req_ms());
+	msleep(2 * cc_req_ms(c->req.max_cm_retries));
 	IBST_EXPECT_EQ(cc_count(c, c->act, IB_CM_REQ_ERROR, 0, NULL), 0);
 	IBST_EXPECT_EQ(cc_state(c->act), IB_CM_MRA_REQ_RCVD);
 	IBST_EXPECT_EQ(cc_count(c, NULL, IB_CM_REQ_RECEIVED, 0, NULL), 1);
@@ -2137,7 +2180,7 @@ static void drop_on_mra(void)
 	struct cc_conn *c = &cc_conns[0];
 	struct cc_event e;
 
-	cc_conn_init_fast(c);
+	cc_conn_init_mra(c);
 	c->mra_on_req = true;
 	cc_drop_on(c, true, IB_CM_MRA_RECEIVED);
 	if (!cc_listen(c) || !cc_send_req(c) || !cc_wait_dropped(c) ||

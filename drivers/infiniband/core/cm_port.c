@@ -13,7 +13,9 @@
  * AH and send buffer are then created and the MAD is posted with only the
  * pin held, so no driver callback and no allocation runs under the rwlock.
  * Removal write-locks, clears port->agent, waits for the pins to drain and
- * only then unregisters the agent.
+ * only then unregisters the agent.  Built against 7.2, a port has a second,
+ * send-only agent for REPs (port->rep_agent), pinned, cleared and
+ * unregistered together with the first.
  */
 #include <linux/slab.h>
 #include <linux/wait_bit.h>
@@ -35,18 +37,33 @@ void cm_dev_release(struct kref *ref)
 	kfree(container_of(ref, struct cm_device, ref));
 }
 
-struct ib_mad_agent *cm_agent_pin(struct cm_port *port)
+/* Pin the agent in @slot, port->agent or port->rep_agent, if it is set. */
+static struct ib_mad_agent *cm_agent_pin_slot(struct cm_port *port,
+					      struct ib_mad_agent *const *slot)
 {
 	struct ib_mad_agent *agent;
 	unsigned long flags;
 
 	read_lock_irqsave(&port->dev->agent_lock, flags);
-	agent = port->agent;
+	agent = *slot;
 	if (agent)
 		atomic_inc(&port->agent_users);
 	read_unlock_irqrestore(&port->dev->agent_lock, flags);
 	return agent;
 }
+
+struct ib_mad_agent *cm_agent_pin(struct cm_port *port)
+{
+	return cm_agent_pin_slot(port, &port->agent);
+}
+
+#ifdef HAVE_IB_PREPARE_CM_MRA
+/* cm_agent_pin() for the agent that sends REPs. */
+struct ib_mad_agent *cm_rep_agent_pin(struct cm_port *port)
+{
+	return cm_agent_pin_slot(port, &port->rep_agent);
+}
+#endif
 
 static struct cm_port *cm_port_of(struct cm_device *dev, u32 num)
 {
@@ -98,7 +115,7 @@ struct cm_port *cm_port_for_gid(struct sa_path_rec *path,
 static void cm_port_teardown(struct cm_port *port)
 {
 	struct ib_port_modify clear = { .clr_port_cap_mask = IB_PORT_CM_SUP };
-	struct ib_mad_agent *agent;
+	struct ib_mad_agent *agent, *rep_agent = NULL;
 
 	if (!port->active)
 		return;
@@ -107,9 +124,15 @@ static void cm_port_teardown(struct cm_port *port)
 	write_lock_irq(&port->dev->agent_lock);
 	agent = port->agent;
 	port->agent = NULL;
+#ifdef HAVE_IB_PREPARE_CM_MRA
+	rep_agent = port->rep_agent;
+	port->rep_agent = NULL;
+#endif
 	write_unlock_irq(&port->dev->agent_lock);
 
 	wait_var_event(&port->agent_users, !atomic_read(&port->agent_users));
+	if (rep_agent)
+		ib_unregister_mad_agent(rep_agent);
 	if (agent)
 		ib_unregister_mad_agent(agent);
 }
@@ -158,6 +181,18 @@ static int cm_port_setup(struct cm_port *port)
 	port->agent = agent;
 	write_unlock_irq(&port->dev->agent_lock);
 	port->active = true;
+
+#ifdef HAVE_IB_PREPARE_CM_MRA
+	if (cm_should_fail())
+		return -ENOMEM;
+	agent = ib_register_mad_agent(ibdev, port->num, IB_QPT_GSI, NULL, 0,
+				      cm_mad_send_handler, NULL, port, 0);
+	if (IS_ERR(agent))
+		return PTR_ERR(agent);
+	write_lock_irq(&port->dev->agent_lock);
+	port->rep_agent = agent;
+	write_unlock_irq(&port->dev->agent_lock);
+#endif
 
 	if (cm_should_fail())
 		return -EIO;

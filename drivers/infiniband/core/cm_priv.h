@@ -46,6 +46,15 @@ struct cm_port {
 	bool groups_added;
 	/* Protected by dev->agent_lock; NULL once removal started. */
 	struct ib_mad_agent *agent;
+#ifdef HAVE_IB_PREPARE_CM_MRA
+	/*
+	 * The newer MAD layer holds back sends that expect an answer once
+	 * an agent has many outstanding; REPs go out through this send-only
+	 * agent, which it does not hold back, so that a REP never waits
+	 * behind REQs.  Protected and pinned as ->agent.
+	 */
+	struct ib_mad_agent *rep_agent;
+#endif
 	/*
 	 * Senders that found ->agent set under the read lock and are still
 	 * using it (creating an AH / send buffer, posting).  Removal waits for
@@ -284,6 +293,15 @@ void cm_dev_release(struct kref *ref);
 struct cm_port *cm_port_for_gid(struct sa_path_rec *path,
 				const struct ib_gid_attr *sgid_attr);
 struct ib_mad_agent *cm_agent_pin(struct cm_port *port);
+#ifdef HAVE_IB_PREPARE_CM_MRA
+struct ib_mad_agent *cm_rep_agent_pin(struct cm_port *port);
+#else
+/* Without the MAD layer's flow control REPs use the CM's own agent. */
+static inline struct ib_mad_agent *cm_rep_agent_pin(struct cm_port *port)
+{
+	return cm_agent_pin(port);
+}
+#endif
 
 /* Called for every message and reference: inline. */
 static inline void cm_dev_get(struct cm_device *dev)

@@ -654,6 +654,28 @@ static bool rx_passive_req(struct rx_passive *c)
 	return rx_state(c->id) == IB_CM_REQ_RCVD;
 }
 
+/*
+ * The consumer will answer late.  ib_send_cm_mra() sends the MRA at once;
+ * the newer CM's ib_prepare_cm_mra() only has one sent for each repeat of
+ * the message (with its own timeout and no private data).  RX_MRA_AT_ONCE
+ * says which.
+ */
+#ifdef HAVE_IB_PREPARE_CM_MRA
+#define RX_MRA_AT_ONCE	false
+static int rx_mra(struct ib_cm_id *id, u8 service_timeout, const void *pd,
+		  u8 len)
+{
+	return ib_prepare_cm_mra(id);
+}
+#else
+#define RX_MRA_AT_ONCE	true
+static int rx_mra(struct ib_cm_id *id, u8 service_timeout, const void *pd,
+		  u8 len)
+{
+	return ib_send_cm_mra(id, service_timeout, pd, len);
+}
+#endif
+
 static int rx_passive_rep(struct rx_passive *c)
 {
 	struct ib_cm_rep_param rep = {
@@ -1177,7 +1199,10 @@ out:
 	rx_passive_end(&c);
 }
 
-/* A repeated REQ is counted, not delivered; after our MRA it gets the MRA. */
+/*
+ * A repeated REQ is counted, not delivered; after the consumer's MRA it
+ * gets the MRA.
+ */
 static void dup_req_counted_and_mra_repeated(void)
 {
 	struct rx_passive c;
@@ -1197,10 +1222,15 @@ static void dup_req_counted_and_mra_repeated(void)
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_REQ_RCVD);
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID), mra);
 
-	/* MRA_REQ_SENT: the duplicate is answered with our MRA again. */
-	IBST_EXPECT_EQ(ib_send_cm_mra(c.id, 20, NULL, 0), 0);
+	/* MRA_REQ_SENT: the duplicate is answered with an MRA (again). */
+	IBST_EXPECT_EQ(rx_mra(c.id, 20, NULL, 0), 0);
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_MRA_REQ_SENT);
-	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_MRA_ATTR_ID, mra));
+	if (RX_MRA_AT_ONCE) {
+		IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_MRA_ATTR_ID, mra));
+	} else {
+		rx_quiesce();
+		IBST_EXPECT_EQ(rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID), mra);
+	}
 	RX_EXPECT_DUP_ANSWERED(rx_send_req(&c.peer, c.sid, 'q', 0, 0),
 			       CM_REQ_ATTR_ID, dups + 2, CM_MRA_ATTR_ID);
 	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL), 1);
@@ -2078,8 +2108,9 @@ out:
 
 /*
  * The consumer's MRA for a LAP: refused before any LAP, sent (it comes
- * back over rdma_rxe, so it was on the wire) in LAP_RCVD, and sent again
- * for a repeated LAP; a second one has nothing left to delay.
+ * back over rdma_rxe, so it was on the wire) in LAP_RCVD, or on a newer CM
+ * only prepared there, and sent (again) for a repeated LAP; a second one
+ * has nothing left to delay.
  */
 static void lap_mra_sent_and_repeated(void)
 {
@@ -2091,7 +2122,7 @@ static void lap_mra_sent_and_repeated(void)
 
 	if (!rx_established(&c, true))
 		goto out;
-	IBST_EXPECT_EQ(ib_send_cm_mra(c.id, 18, NULL, 0), -EINVAL);
+	IBST_EXPECT_EQ(rx_mra(c.id, 18, NULL, 0), -EINVAL);
 	IBST_EXPECT(rx_lap_first(&c, &e));
 	if (ibst_case_failed())
 		goto out;
@@ -2099,12 +2130,17 @@ static void lap_mra_sent_and_repeated(void)
 	mra = rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID);
 	back = rx_ctr(CM_CTR_RX, CM_MRA_ATTR_ID);
 	rx_pdata(pd, 'm');
-	IBST_EXPECT_EQ(ib_send_cm_mra(c.id, 18, pd, sizeof(pd)), 0);
+	IBST_EXPECT_EQ(rx_mra(c.id, 18, pd, sizeof(pd)), 0);
 	IBST_EXPECT_EQ(c.id->lap_state, IB_CM_MRA_LAP_SENT);
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_ESTABLISHED);
-	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_MRA_ATTR_ID, mra));
-	IBST_EXPECT(rx_ctr_rises(CM_CTR_RX, CM_MRA_ATTR_ID, back));
-	IBST_EXPECT_EQ(ib_send_cm_mra(c.id, 18, NULL, 0), -EINVAL);
+	if (RX_MRA_AT_ONCE) {
+		IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_MRA_ATTR_ID, mra));
+		IBST_EXPECT(rx_ctr_rises(CM_CTR_RX, CM_MRA_ATTR_ID, back));
+	} else {
+		rx_quiesce();
+		IBST_EXPECT_EQ(rx_ctr(CM_CTR_TX, CM_MRA_ATTR_ID), mra);
+	}
+	IBST_EXPECT_EQ(rx_mra(c.id, 18, NULL, 0), -EINVAL);
 	IBST_EXPECT_EQ(c.id->lap_state, IB_CM_MRA_LAP_SENT);
 
 	rx_quiesce();
@@ -3140,7 +3176,7 @@ static bool rx_fuzz_hold(struct rx_fuzz *f)
 	bool ok;
 
 	ok = rx_passive_req(&p[0]);
-	ok = ok && rx_passive_req(&p[1]) && !ib_send_cm_mra(p[1].id, 20, NULL, 0);
+	ok = ok && rx_passive_req(&p[1]) && !rx_mra(p[1].id, 20, NULL, 0);
 	ok = ok && rx_passive_req(&p[2]) && !rx_passive_rep(&p[2]);
 	ok = ok && rx_passive_connect(&p[3]);
 	/* the peer disconnects, we answer: TIMEWAIT (about 4 s) */

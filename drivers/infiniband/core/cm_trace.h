@@ -194,7 +194,11 @@ ICM_ID_EVENT(icm_send_drep);
 ICM_ID_EVENT(icm_send_cm_rtu_err);
 ICM_ID_EVENT(icm_send_drep_err);
 ICM_ID_EVENT(icm_send_unknown_rej_err);
+#ifdef HAVE_IB_PREPARE_CM_MRA
+ICM_ID_EVENT(icm_prepare_mra_unknown_err);
+#else
 ICM_ID_EVENT(icm_send_mra_unknown_err);
+#endif
 ICM_ID_EVENT(icm_establish_err);
 ICM_ID_EVENT(icm_qp_init_err);
 ICM_ID_EVENT(icm_qp_rtr_err);
