@@ -3783,6 +3783,8 @@ void cm_mad_send_handler(struct ib_mad_agent *agent,
 	struct cm_port *port = agent->context;
 	__be16 attr = ((struct ib_mad_hdr *)msg->mad)->attr_id;
 
+	if (cm_test_park_send(agent, wc))
+		return;
 	if (!priv && msg->context[1] == CM_MSG_REPEAT)
 		msg->retries = 1;
 	cm_ctr_add(port, CM_CTR_TX, attr, 1 + msg->retries);

@@ -348,7 +348,8 @@ void cm_tw_drain(struct cm_tw_table *t);
  * cm_test_hook.c: asked by cm.c when a LAP arrives on a RoCE port,
  * and for the GID attribute to build a LAP's alternate path with; and the
  * receive side of cm_test_inject(), whose MADs cm.c gives back with
- * cm_test_recv_free().  Only ib_cm.ko built with its test hooks
+ * cm_test_recv_free(); and whether a send completion is held back
+ * (cm_test_park_sends()).  Only ib_cm.ko built with its test hooks
  * (IB_CM_TEST_HOOKS, set by Kbuild for CONFIG_INFINIBAND_CM_TEST_HOOKS)
  * has the switch behind them (cm_test_lap_on_roce()) and injected MADs;
  * in any other build the answers are constants: "no" and "none", and no
@@ -361,6 +362,7 @@ cm_test_lap_sgid_attr(const struct cm_port *port, const union ib_gid *sgid,
 		      const struct ib_gid_attr *arrived);
 void cm_recv_injected(struct cm_port *port, struct ib_mad_recv_wc *rwc);
 void cm_test_recv_free(struct ib_mad_recv_wc *rwc);
+bool cm_test_park_send(struct ib_mad_agent *agent, struct ib_mad_send_wc *wc);
 
 static inline bool cm_job_injected(const struct cm_job *job)
 {
@@ -386,6 +388,12 @@ cm_test_lap_sgid_attr(const struct cm_port *port, const union ib_gid *sgid,
 
 static inline void cm_test_recv_free(struct ib_mad_recv_wc *rwc)
 {
+}
+
+static inline bool cm_test_park_send(struct ib_mad_agent *agent,
+				     struct ib_mad_send_wc *wc)
+{
+	return false;
 }
 
 static inline bool cm_job_injected(const struct cm_job *job)

@@ -2813,6 +2813,108 @@ detach:
 }
 
 /*
+ * Destroy @id from a kthread while send completions are held back
+ * (cm_test_park_sends()), at least @parked of them once the destroy has
+ * sent what it sends (a DREQ that loops back to this CM is answered, and
+ * that answer is held too): as a device that lost them in a function
+ * reset.  The newer
+ * CM's sends that expect no answer hold no reference to their cm_id, and
+ * the destroy returns at once.  On 6.1 and 6.12, as the distribution's
+ * there, each send holds one and the destroy waits for its completion:
+ * still waiting a second later (well inside its first 10 s wait), it
+ * returns once the completions are given back.
+ */
+static void rx_destroy_while_parked(struct ib_cm_id *id, unsigned int parked)
+{
+	struct rx_destroyer d = { .id = id };
+	struct task_struct *t;
+	unsigned long until;
+	bool returned;
+
+	init_completion(&d.done);
+	t = kthread_run(rx_destroyer_fn, &d, "cm_rx_destroy");
+	if (IS_ERR(t)) {
+		IBST_FAIL("kthread_run: %ld", PTR_ERR(t));
+		cm_test_park_sends(false);
+		ib_destroy_cm_id(id);
+		return;
+	}
+	until = jiffies + msecs_to_jiffies(RX_WAIT_MS);
+	while (cm_test_parked_sends() < parked && time_before(jiffies, until))
+		msleep(20);
+	IBST_EXPECT_GE(cm_test_parked_sends(), parked);
+#ifdef HAVE_IB_PREPARE_CM_MRA
+	returned = wait_for_completion_timeout(&d.done,
+					       msecs_to_jiffies(RX_WAIT_MS));
+	IBST_EXPECT(returned);
+#else
+	returned = wait_for_completion_timeout(&d.done,
+					       msecs_to_jiffies(1000));
+	IBST_EXPECT(!returned);
+#endif
+	IBST_EXPECT_GE(cm_test_park_sends(false), parked);
+	if (!returned)
+		wait_for_completion(&d.done);
+}
+
+/* The DREP that answered the peer's DREQ is lost; the ID is destroyed. */
+static void destroy_and_lost_untracked_send(void)
+{
+	struct rx_passive c = {};
+	struct ib_cm_id *id;
+	unsigned int cap;
+
+	/* No cap from the rig: the destroy's first wait is its own. */
+	cap = cm_test_destroy_wait_cap(0);
+	if (!rx_established(&c, false))
+		goto out;
+	RX_EXPECT_PEER_DREQ(&c, 'd', NULL);
+	if (ibst_case_failed())
+		goto out;
+	rx_quiesce();
+	cm_test_park_sends(true);
+	IBST_EXPECT_EQ(ib_send_cm_drep(c.id, NULL, 0), 0);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_TIMEWAIT);
+	id = c.id;
+	c.id = NULL;
+	rx_destroy_while_parked(id, 1);
+out:
+	cm_test_park_sends(false);
+	cm_test_destroy_wait_cap(cap);
+	rx_established_end(&c);
+}
+
+/*
+ * An ESTABLISHED ID is destroyed and the DREQ it sends is lost: on the
+ * newer CM that DREQ expects no answer; on 6.1 and 6.12 it is tracked,
+ * then cancelled, and its completion is waited for.
+ */
+static void destroy_established_and_lost_dreq(void)
+{
+	struct rx_passive c = {};
+	struct ib_cm_id *id;
+	unsigned int cap;
+	long dreqs;
+
+	cap = cm_test_destroy_wait_cap(0);
+	if (!rx_established(&c, false))
+		goto out;
+	rx_quiesce();
+	dreqs = rx_ctr(CM_CTR_TX, CM_DREQ_ATTR_ID);
+	cm_test_park_sends(true);
+	id = c.id;
+	c.id = NULL;
+	rx_destroy_while_parked(id, 1);
+	/* the one DREQ went out, and was never retried */
+	rx_quiesce();
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_TX, CM_DREQ_ATTR_ID), dreqs + 1);
+out:
+	cm_test_park_sends(false);
+	cm_test_destroy_wait_cap(cap);
+	rx_established_end(&c);
+}
+
+/*
  * A new REQ from a peer QP that is still connected to us: refuse it as
  * stale and disconnect the old connection.
  */
@@ -3567,6 +3669,8 @@ static const struct ibst_case cm_rx_cases[] = {
 	IBST_CASE(shared_listener_race),
 	IBST_CASE(destroy_wait_follows_cm_timeouts),
 	IBST_CASE(destroy_timeout_reports_old_state_and_refs),
+	IBST_CASE(destroy_and_lost_untracked_send),
+	IBST_CASE(destroy_established_and_lost_dreq),
 	IBST_CASE(receive_path_fuzzed),
 	{}
 };

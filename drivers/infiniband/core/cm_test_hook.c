@@ -164,6 +164,103 @@ void cm_test_recv_free(struct ib_mad_recv_wc *rwc)
 	kfree(container_of(rwc, struct cm_test_rx, rwc));
 }
 
+/*
+ * Send completions held back, as a device that lost them would hold them:
+ * each with the agent it came from.  Protected by cm_test_park_lock.
+ */
+struct cm_test_parked {
+	struct list_head node;
+	struct ib_mad_agent *agent;
+	struct ib_mad_send_wc wc;
+};
+
+static DEFINE_SPINLOCK(cm_test_park_lock);
+static bool cm_test_parking;
+static LIST_HEAD(cm_test_parked_list);
+static unsigned int cm_test_parked_n;
+
+/* Called first by cm_mad_send_handler(): true if it keeps @wc. */
+bool cm_test_park_send(struct ib_mad_agent *agent, struct ib_mad_send_wc *wc)
+{
+	struct cm_test_parked *p;
+	unsigned long flags;
+
+	if (!READ_ONCE(cm_test_parking))
+		return false;
+	p = kmalloc(sizeof(*p), GFP_ATOMIC);
+	if (!p)
+		return false;
+	p->agent = agent;
+	p->wc = *wc;
+	spin_lock_irqsave(&cm_test_park_lock, flags);
+	if (!cm_test_parking) {
+		spin_unlock_irqrestore(&cm_test_park_lock, flags);
+		kfree(p);
+		return false;
+	}
+	list_add_tail(&p->node, &cm_test_parked_list);
+	cm_test_parked_n++;
+	spin_unlock_irqrestore(&cm_test_park_lock, flags);
+	return true;
+}
+
+/**
+ * cm_test_park_sends() - Hold back, or give back, every send completion.
+ * @on: hold back from now on; false gives the held ones to the CM, in
+ *	the order they came, and stops holding back
+ *
+ * A held completion is one a device has not reported yet: its send buffer,
+ * and whatever the send holds (a cm_id, the MAD agent), stays as it is.
+ * Every completion held must be given back before the device or ib_cm
+ * goes away.  Completions that come while held ones are given back are
+ * handled at once, before the rest of those.
+ *
+ * Context: process context, interrupts enabled (the CM's send handler
+ * takes its locks with spin_lock_irq()).
+ *
+ * Return: how many were held when called.
+ */
+unsigned int cm_test_park_sends(bool on)
+{
+	struct cm_test_parked *p, *tmp;
+	unsigned long flags;
+	unsigned int n;
+	LIST_HEAD(back);
+
+	spin_lock_irqsave(&cm_test_park_lock, flags);
+	WRITE_ONCE(cm_test_parking, on);
+	n = cm_test_parked_n;
+	if (!on) {
+		list_splice_init(&cm_test_parked_list, &back);
+		cm_test_parked_n = 0;
+	}
+	spin_unlock_irqrestore(&cm_test_park_lock, flags);
+	list_for_each_entry_safe(p, tmp, &back, node) {
+		list_del(&p->node);
+		cm_mad_send_handler(p->agent, &p->wc);
+		kfree(p);
+	}
+	return n;
+}
+EXPORT_SYMBOL_FOR_CM_TEST(cm_test_park_sends);
+
+/**
+ * cm_test_parked_sends() - How many send completions are held back.
+ *
+ * Return: the count.
+ */
+unsigned int cm_test_parked_sends(void)
+{
+	unsigned long flags;
+	unsigned int n;
+
+	spin_lock_irqsave(&cm_test_park_lock, flags);
+	n = cm_test_parked_n;
+	spin_unlock_irqrestore(&cm_test_park_lock, flags);
+	return n;
+}
+EXPORT_SYMBOL_FOR_CM_TEST(cm_test_parked_sends);
+
 /**
  * cm_test_counter() - Read one per-port CM counter.
  * @ibdev: device
