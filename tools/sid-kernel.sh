@@ -49,6 +49,10 @@
 #               exit status 1 when the entry is not unpacked yet
 # --get NAME    print one variable of it (SID_KREL, SID_KDIR, SID_KERNEL,
 #               SID_MODROOT, SID_SOURCE); empty when not there
+#
+# Exit status 3: the cache has no entry and sid no longer carries the
+# recorded version (nothing this machine can do; make deps goes on and
+# make check reports the track as skipped).  1 for any other failure.
 set -euo pipefail
 
 ME=sid-kernel
@@ -256,7 +260,7 @@ fetch() {
 			$ME: tools/sid-version once it is (or copy $VDIR/debs
 			$ME: from a machine that has it cached).
 		EOF
-		exit 1
+		exit 3
 	fi
 	tmp=$VDIR/debs.tmp
 	rm -rf "$tmp"
