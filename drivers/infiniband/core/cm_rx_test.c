@@ -1051,14 +1051,19 @@ static void rx_sidr_end(struct rx_asker *a, struct ib_cm_id *listen)
  */
 #define RX_EXPECT_DUP_ANSWERED(send, attr, dups, answer) do {		\
 	__be16 __rx_answer = (answer);					\
-	long __rx_sent;							\
+	long __rx_sent, __rx_retried;					\
 									\
 	rx_quiesce();							\
 	__rx_sent = rx_ctr(CM_CTR_TX, __rx_answer);			\
+	__rx_retried = rx_ctr(CM_CTR_TX_RETRIES, __rx_answer);		\
 	IBST_EXPECT_EQ(send, 0);					\
 	cm_test_flush();						\
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, attr), dups);		\
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, __rx_answer, __rx_sent));	\
+	/* a repeated answer counts as one retry of it */		\
+	rx_quiesce();							\
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_TX_RETRIES, __rx_answer),		\
+		       __rx_retried + 1);				\
 } while (0)
 
 /*
