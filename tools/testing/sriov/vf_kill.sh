@@ -36,7 +36,13 @@
 . "$SRIOV_LIB"
 
 CONNS=${UCMA_CONNS:-50}
-MSGS=${KILL_MSGS:-100}	# what each server sends per connection
+# What each server sends per connection.  Few: ucmatose asks for only 5
+# transport retries and never looks at a send's completion, so a burst of
+# messages on a guest slowed down far enough (a debug-kernel PF beside
+# other guests) can end a connection's QP with its peer left spinning on
+# receives that never come, a data-path stall the CM and the cache have
+# no part in.  Holding VF 1's connections does not depend on the count.
+MSGS=${KILL_MSGS:-10}
 PORT=7481
 HOLD=7483	# + slave: the rping that runs until it is stopped
 AFTER=10	# pings VF 2's rping must make after VF 1's clean
