@@ -454,8 +454,8 @@ static void cm_msg_unpin_id(struct ib_mad_send_buf *msg)
 	msg->context[0] = NULL;
 	refcount_dec(&priv->refs);
 }
-#endif
 
+#endif
 /* Post an untracked send; a buffer the MAD layer refused is freed here. */
 static int cm_msg_send_or_release(struct ib_mad_send_buf *msg)
 {

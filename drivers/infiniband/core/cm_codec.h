@@ -26,6 +26,7 @@
  * than the kernel's own ib_cm.
  */
 #ifdef IB_CM_TEST_HOOKS
+#define EXPORT_SYMBOL_FOR_CM_TEST(sym) EXPORT_SYMBOL_NS_GPL(sym, IB_CM_TEST_NS)
 /*
  * The namespace as the export and import macros take it: a string since
  * 6.13, a bare word before.
@@ -35,7 +36,6 @@
 #else
 #define IB_CM_TEST_NS IB_CM_TEST
 #endif
-#define EXPORT_SYMBOL_FOR_CM_TEST(sym) EXPORT_SYMBOL_NS_GPL(sym, IB_CM_TEST_NS)
 #else
 /* nothing exported; a reference discarded at link time uses @sym */
 #define EXPORT_SYMBOL_FOR_CM_TEST(sym) __ADDRESSABLE(sym)

@@ -63,8 +63,8 @@ struct ib_mad_agent *cm_rep_agent_pin(struct cm_port *port)
 {
 	return cm_agent_pin_slot(port, &port->rep_agent);
 }
-#endif
 
+#endif
 static struct cm_port *cm_port_of(struct cm_device *dev, u32 num)
 {
 	struct cm_port *port = cm_dev_port(dev, num);
@@ -192,8 +192,8 @@ static int cm_port_setup(struct cm_port *port)
 	write_lock_irq(&port->dev->agent_lock);
 	port->rep_agent = agent;
 	write_unlock_irq(&port->dev->agent_lock);
-#endif
 
+#endif
 	if (cm_should_fail())
 		return -EIO;
 	return ib_modify_port(ibdev, port->num, 0, &set);
