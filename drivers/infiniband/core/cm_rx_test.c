@@ -2919,6 +2919,71 @@ out:
 	rx_established_end(&c);
 }
 
+/* ------------------------------------------------------------------ */
+/* The MAD layer's flow control                                        */
+
+/*
+ * The newer MAD layer holds back a CM agent's sends that expect an
+ * answer once this many of them wait for one (a quarter of ib_core's
+ * recv_queue_size, 512 unless set); each waits in the agent's backlog
+ * until an earlier one ends.  6.1 and 6.12 hold none back.
+ */
+#define RX_SOL_FC_MAX	128
+
+/*
+ * A REP expects the peer's RTU, so it is such a send, and a burst of
+ * REQs to peers that do not answer must not hold up the answer to a
+ * peer that asked: the newer CM sends REPs on a second agent of the
+ * port, which has no flow control.  With RX_SOL_FC_MAX REQs out to the
+ * GID nobody has, a DREQ to ourselves is held (on 6.1 and 6.12 it goes
+ * out) while a REP to ourselves is not; the DREQ goes out once the REQs
+ * are destroyed.
+ */
+static void rep_not_held_by_solicited_sends(void)
+{
+	struct rx_passive c = {}, p = {};
+	struct rx_active *fill;
+	long dreqs, reps;
+	unsigned int n;
+
+	fill = kcalloc(RX_SOL_FC_MAX, sizeof(*fill), GFP_KERNEL);
+	if (!fill) {
+		IBST_FAIL("no memory for %d connections", RX_SOL_FC_MAX);
+		return;
+	}
+	if (!rx_established(&c, false))
+		goto out;
+	/* long enough for the case, whatever the host's pace */
+	for (n = 0; n < RX_SOL_FC_MAX; n++)
+		if (!rx_active_req(&fill[n], 22, 15, false))
+			break;
+	IBST_EXPECT_EQ(n, RX_SOL_FC_MAX);
+	if (ibst_case_failed())
+		goto out;
+	rx_quiesce();
+	dreqs = rx_ctr(CM_CTR_RX, CM_DREQ_ATTR_ID);
+	IBST_EXPECT_EQ(ib_send_cm_dreq(c.id, NULL, 0), 0);
+#ifdef HAVE_IB_PREPARE_CM_MRA
+	rx_quiesce();
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX, CM_DREQ_ATTR_ID), dreqs);
+#else
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_RX, CM_DREQ_ATTR_ID, dreqs));
+#endif
+	reps = rx_ctr(CM_CTR_RX, CM_REP_ATTR_ID);
+	IBST_EXPECT(rx_passive_req(&p));
+	IBST_EXPECT_EQ(rx_passive_rep(&p), 0);
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_RX, CM_REP_ATTR_ID, reps));
+	for (n = 0; n < RX_SOL_FC_MAX; n++)
+		rx_active_destroy(&fill[n]);
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_RX, CM_DREQ_ATTR_ID, dreqs));
+out:
+	for (n = 0; n < RX_SOL_FC_MAX; n++)
+		rx_active_destroy(&fill[n]);
+	kfree(fill);
+	rx_passive_end(&p);
+	rx_established_end(&c);
+}
+
 /*
  * A new REQ from a peer QP that is still connected to us: refuse it as
  * stale and disconnect the old connection.
@@ -3676,6 +3741,7 @@ static const struct ibst_case cm_rx_cases[] = {
 	IBST_CASE(destroy_timeout_reports_old_state_and_refs),
 	IBST_CASE(destroy_and_lost_untracked_send),
 	IBST_CASE(destroy_established_and_lost_dreq),
+	IBST_CASE(rep_not_held_by_solicited_sends),
 	IBST_CASE(receive_path_fuzzed),
 	{}
 };
