@@ -3595,7 +3595,11 @@ static void receive_path_fuzzed(void)
 	long refs, ids;
 	u64 seed;
 
+#ifdef HAVE_KMALLOC_OBJ
+	f = kzalloc_obj(*f, GFP_KERNEL);
+#else
 	f = kzalloc(sizeof(*f), GFP_KERNEL);
+#endif
 	if (!f) {
 		IBST_FAIL("no memory for the fuzzer");
 		return;

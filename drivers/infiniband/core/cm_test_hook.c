@@ -123,7 +123,11 @@ int cm_test_inject(struct ib_device *ibdev, u32 port_num,
 		ret = -ENODEV;
 		goto put;
 	}
+#ifdef HAVE_KMALLOC_OBJ
+	rx = kzalloc_obj(*rx, GFP_KERNEL);
+#else
 	rx = kzalloc(sizeof(*rx), GFP_KERNEL);
+#endif
 	if (!rx) {
 		ret = -ENOMEM;
 		goto unpin;
@@ -187,7 +191,11 @@ bool cm_test_park_send(struct ib_mad_agent *agent, struct ib_mad_send_wc *wc)
 
 	if (!READ_ONCE(cm_test_parking))
 		return false;
+#ifdef HAVE_KMALLOC_OBJ
+	p = kmalloc_obj(*p, GFP_ATOMIC);
+#else
 	p = kmalloc(sizeof(*p), GFP_ATOMIC);
+#endif
 	if (!p)
 		return false;
 	p->agent = agent;

@@ -672,7 +672,11 @@ static int r_setup_dev(void)
 	struct r_fake_dev *fake;
 	size_t nr_ends = R_NR_SETUPS * R_NR_CONNS * 2;
 
+#ifdef HAVE_KMALLOC_OBJ
+	fake = kzalloc_obj(*fake, GFP_KERNEL);
+#else
 	fake = kzalloc(sizeof(*fake), GFP_KERNEL);
+#endif
 	r_ends = kcalloc(nr_ends, sizeof(*r_ends), GFP_KERNEL);
 	if (fake && r_ends && !mlx4_ib_cm_init()) {
 		fake->mdev.flags = MLX4_FLAG_MASTER;

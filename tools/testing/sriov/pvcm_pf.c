@@ -596,7 +596,11 @@ static unsigned int pf_queue_pkt(struct sk_buff *skb,
 	struct pf_pkt *p;
 	bool full;
 
+#ifdef HAVE_KMALLOC_OBJ
+	p = kmalloc_obj(*p, GFP_ATOMIC);
+#else
 	p = kmalloc(sizeof(*p), GFP_ATOMIC);
+#endif
 	if (!p || !skb_dst_force(skb)) {
 		kfree(p);
 		pf_count(PF_DROP_NOMEM);
@@ -811,7 +815,11 @@ static int pf_setup_dev(void)
 {
 	struct pf_fake_dev *fake;
 
+#ifdef HAVE_KMALLOC_OBJ
+	fake = kzalloc_obj(*fake, GFP_KERNEL);
+#else
 	fake = kzalloc(sizeof(*fake), GFP_KERNEL);
+#endif
 	if (!fake)
 		return -ENOMEM;
 	fake->mdev.flags = MLX4_FLAG_MASTER;

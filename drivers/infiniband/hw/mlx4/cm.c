@@ -876,7 +876,11 @@ static int pvcm_route_note(struct mlx4_ib_pvcm *pv,
 
 	if (pvcm_fault())
 		return -ENOMEM;
+#ifdef HAVE_KMALLOC_OBJ
+	r = kzalloc_obj(*r, GFP_KERNEL);
+#else
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
+#endif
 	if (!r)
 		return -ENOMEM;
 	r->key = *key;

@@ -205,7 +205,11 @@ static int pb_thread_fn(void *arg)
 	struct pb_run *run = t->run;
 	struct ib_mad *mad;
 
+#ifdef HAVE_KMALLOC_OBJ
+	mad = kmalloc_obj(*mad, GFP_KERNEL);
+#else
 	mad = kmalloc(sizeof(*mad), GFP_KERNEL);
+#endif
 	if (mad)
 		pb_mad_init(mad);
 	wait_for_completion(t->go);
@@ -390,10 +394,18 @@ static struct mlx4_ib_dev *pb_dev_alloc(void)
 {
 	struct mlx4_ib_dev *dev;
 
+#ifdef HAVE_KMALLOC_OBJ
+	dev = kzalloc_obj(*dev, GFP_KERNEL);
+#else
 	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+#endif
 	if (!dev)
 		return NULL;
+#ifdef HAVE_KMALLOC_OBJ
+	dev->dev = kzalloc_obj(*dev->dev, GFP_KERNEL);
+#else
 	dev->dev = kzalloc(sizeof(*dev->dev), GFP_KERNEL);
+#endif
 	if (!dev->dev) {
 		kfree(dev);
 		return NULL;
@@ -457,8 +469,16 @@ static struct pb_run *pb_fill(u32 n, __be16 attr, const char *what)
 		return ERR_PTR(-EAGAIN);
 	}
 
+#ifdef HAVE_KMALLOC_OBJ
+	run = kzalloc_obj(*run, GFP_KERNEL);
+#else
 	run = kzalloc(sizeof(*run), GFP_KERNEL);
+#endif
+#ifdef HAVE_KMALLOC_OBJ
+	mad = kmalloc_obj(*mad, GFP_KERNEL);
+#else
 	mad = kmalloc(sizeof(*mad), GFP_KERNEL);
+#endif
 	if (!run || !mad)
 		goto nomem;
 	run->n = n;
