@@ -80,7 +80,7 @@ help:
 	@echo 'make vm-test      VM tests only'
 	@echo 'make main         the main job: build, boot a VM, run rping/ib_send_bw, report'
 	@echo 'make patches      the kernel-style patch series, one per installed'
-	@echo '                  linux-source (6.1, 6.12), in build/patches/<series>'
+	@echo '                  linux-source (6.1, 6.12, sid 7.2), in build/patches/<series>'
 	@echo 'make dkms-deb     the DKMS package, in build/dkms'
 	@echo 'make bench-pvcm   benchmark: our PV-CM cache against the distro one'
 	@echo 'make bench-cm     benchmark: our ib_cm against the distro one (cmtime, ucmatose;'
@@ -171,9 +171,11 @@ main: modules
 	@$(TOP)/tools/testing/main-job --build $(BUILD) --kdir $(KDIR)
 
 # The kernel-style patch series, one per installed linux-source (6.1,
-# 6.12), in build/patches/<series>.
-SERIES_SRCS := $(sort $(patsubst /usr/src/linux-source-%,%,$(basename \
-	$(basename $(wildcard /usr/src/linux-source-*.tar.*)))))
+# 6.12) and sid's 7.2 when its cache holds the source, in
+# build/patches/<series>.
+SERIES_SRCS = $(sort $(patsubst /usr/src/linux-source-%,%,$(basename \
+	$(basename $(wildcard /usr/src/linux-source-*.tar.*)))) \
+	$(if $(shell $(TOP)/tools/sid-kernel.sh --get SID_SOURCE 2>/dev/null),$(SID_SERIES)))
 patches: $(foreach s,$(SERIES_SRCS),$(TOP)/build/src/linux-source-$(s)/.extracted)
 	@test -n "$(SERIES_SRCS)" || { echo 'no linux-source installed (make deps)'; exit 1; }
 	@set -e; for s in $(SERIES_SRCS); do \
