@@ -292,7 +292,7 @@ static const struct ibst_case cases[] = {
 static int api_setup(void)
 {
 #ifdef HAVE_KMALLOC_OBJ
-	fake_dev = kzalloc_obj(*fake_dev, GFP_KERNEL);
+	fake_dev = kzalloc_obj(*fake_dev);
 #else
 	fake_dev = kzalloc(sizeof(*fake_dev), GFP_KERNEL);
 #endif

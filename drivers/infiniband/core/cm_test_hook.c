@@ -124,7 +124,7 @@ int cm_test_inject(struct ib_device *ibdev, u32 port_num,
 		goto put;
 	}
 #ifdef HAVE_KMALLOC_OBJ
-	rx = kzalloc_obj(*rx, GFP_KERNEL);
+	rx = kzalloc_obj(*rx);
 #else
 	rx = kzalloc(sizeof(*rx), GFP_KERNEL);
 #endif

@@ -104,7 +104,7 @@ struct cm_tw *cm_tw_alloc(struct cm_tw_table *t, __be32 local_id)
 	if (cm_should_fail())
 		return NULL;
 #ifdef HAVE_KMALLOC_OBJ
-	tw = kzalloc_obj(*tw, GFP_KERNEL);
+	tw = kzalloc_obj(*tw);
 #else
 	tw = kzalloc(sizeof(*tw), GFP_KERNEL);
 #endif

@@ -673,7 +673,7 @@ static int r_setup_dev(void)
 	size_t nr_ends = R_NR_SETUPS * R_NR_CONNS * 2;
 
 #ifdef HAVE_KMALLOC_OBJ
-	fake = kzalloc_obj(*fake, GFP_KERNEL);
+	fake = kzalloc_obj(*fake);
 #else
 	fake = kzalloc(sizeof(*fake), GFP_KERNEL);
 #endif

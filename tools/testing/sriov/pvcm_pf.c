@@ -816,7 +816,7 @@ static int pf_setup_dev(void)
 	struct pf_fake_dev *fake;
 
 #ifdef HAVE_KMALLOC_OBJ
-	fake = kzalloc_obj(*fake, GFP_KERNEL);
+	fake = kzalloc_obj(*fake);
 #else
 	fake = kzalloc(sizeof(*fake), GFP_KERNEL);
 #endif

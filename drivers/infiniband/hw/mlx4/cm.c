@@ -877,7 +877,7 @@ static int pvcm_route_note(struct mlx4_ib_pvcm *pv,
 	if (pvcm_fault())
 		return -ENOMEM;
 #ifdef HAVE_KMALLOC_OBJ
-	r = kzalloc_obj(*r, GFP_KERNEL);
+	r = kzalloc_obj(*r);
 #else
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 #endif

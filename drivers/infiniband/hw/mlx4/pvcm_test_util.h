@@ -65,8 +65,8 @@ bool mlx4_ib_slave_has_pkey(struct mlx4_ib_dev *dev, int slave, u32 port,
 static int pvcm_t_master_add(const char *name)
 {
 #ifdef HAVE_KMALLOC_OBJ
-	t_mdev = kzalloc_obj(*t_mdev, GFP_KERNEL);
-	t_dev = kzalloc_obj(*t_dev, GFP_KERNEL);
+	t_mdev = kzalloc_obj(*t_mdev);
+	t_dev = kzalloc_obj(*t_dev);
 #else
 	t_mdev = kzalloc(sizeof(*t_mdev), GFP_KERNEL);
 	t_dev = kzalloc(sizeof(*t_dev), GFP_KERNEL);

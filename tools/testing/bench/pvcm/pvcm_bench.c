@@ -206,7 +206,7 @@ static int pb_thread_fn(void *arg)
 	struct ib_mad *mad;
 
 #ifdef HAVE_KMALLOC_OBJ
-	mad = kmalloc_obj(*mad, GFP_KERNEL);
+	mad = kmalloc_obj(*mad);
 #else
 	mad = kmalloc(sizeof(*mad), GFP_KERNEL);
 #endif
@@ -395,14 +395,14 @@ static struct mlx4_ib_dev *pb_dev_alloc(void)
 	struct mlx4_ib_dev *dev;
 
 #ifdef HAVE_KMALLOC_OBJ
-	dev = kzalloc_obj(*dev, GFP_KERNEL);
+	dev = kzalloc_obj(*dev);
 #else
 	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
 #endif
 	if (!dev)
 		return NULL;
 #ifdef HAVE_KMALLOC_OBJ
-	dev->dev = kzalloc_obj(*dev->dev, GFP_KERNEL);
+	dev->dev = kzalloc_obj(*dev->dev);
 #else
 	dev->dev = kzalloc(sizeof(*dev->dev), GFP_KERNEL);
 #endif
@@ -470,13 +470,10 @@ static struct pb_run *pb_fill(u32 n, __be16 attr, const char *what)
 	}
 
 #ifdef HAVE_KMALLOC_OBJ
-	run = kzalloc_obj(*run, GFP_KERNEL);
+	run = kzalloc_obj(*run);
+	mad = kmalloc_obj(*mad);
 #else
 	run = kzalloc(sizeof(*run), GFP_KERNEL);
-#endif
-#ifdef HAVE_KMALLOC_OBJ
-	mad = kmalloc_obj(*mad, GFP_KERNEL);
-#else
 	mad = kmalloc(sizeof(*mad), GFP_KERNEL);
 #endif
 	if (!run || !mad)
