@@ -81,7 +81,8 @@ help:
 	@echo 'make main         the main job: build, boot a VM, run rping/ib_send_bw, report'
 	@echo 'make patches      the kernel-style patch series, one per installed'
 	@echo '                  linux-source (6.1, 6.12, sid 7.2), in build/patches/<series>'
-	@echo 'make dkms-deb     the DKMS package, in build/dkms'
+	@echo 'make dkms-deb     the DKMS package: Debian source and binary packages'
+	@echo '                  (dpkg-buildpackage), in build/dkms'
 	@echo 'make bench-pvcm   benchmark: our PV-CM cache against the distro one'
 	@echo 'make bench-cm     benchmark: our ib_cm against the distro one (cmtime, ucmatose;'
 	@echo '                  BENCH_CM_ARGS="--conns 1000,10000 --passes 1" by default;'
@@ -184,7 +185,8 @@ patches: $(foreach s,$(SERIES_SRCS),$(TOP)/build/src/linux-source-$(s)/.extracte
 		echo "$$out" | tail -n 1; \
 	done
 
-# The DKMS package for running hosts, in build/dkms.
+# The DKMS package for running hosts: the Debian source package of
+# tools/dkms/debian built by dpkg-buildpackage, in build/dkms.
 dkms-deb:
 	@$(TOP)/tools/dkms/mkdeb --out $(TOP)/build/dkms
 

@@ -15,7 +15,7 @@ busybox-static linux-headers-amd64 linux-image-amd64 linux-source-6.1
 linux-headers-6.12-amd64 linux-image-6.12-amd64 linux-source-6.12
 qemu-system-x86 qemu-utils rdma-core rdmacm-utils perftest ibverbs-utils
 ibverbs-providers iproute2 sparse coccinelle python3 perl git xz-utils
-dkms debhelper dh-dkms fakeroot shellcheck python3-docutils
+dkms debhelper dh-dkms fakeroot lintian shellcheck python3-docutils
 librdmacm-dev libibverbs-dev libibumad-dev ccache trace-cmd"
 
 # Each linux-source must be the version of the kernel its headers
