@@ -2927,8 +2927,8 @@ out:
  * 7.2's MAD layer holds back a CM agent's sends that expect an answer
  * once a quarter of ib_core's recv_queue_size of them wait for one; each
  * waits in the agent's backlog until an earlier one ends.  6.1 and 6.12
- * have no such limit.  (HAVE_IB_PREPARE_CM_MRA stands for that MAD layer
- * here: of the kernels this builds against, 7.2 has both.)
+ * have no such limit.  (The blocks of 7.2's CM contract below stand for
+ * that MAD layer: of the kernels this builds against, 7.2 has both.)
  */
 #define RX_RECVQ_PARAM	"/sys/module/ib_core/parameters/recv_queue_size"
 
