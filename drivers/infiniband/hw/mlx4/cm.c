@@ -176,6 +176,10 @@ static void pvcm_after_publish(u32 pv_cm_id)
 #endif
 
 VISIBLE_IF_PVCM_TEST struct workqueue_struct *cm_wq;
+#ifdef MLX4_IB_PVCM_TEST_HOOKS
+/* the random multiplier of pvcm_sl_hash(), odd once the seed is in */
+u64 pvcm_sl_mul __read_mostly;
+#endif
 static struct kmem_cache *pvcm_cache;
 /* entries taken from pvcm_cache and not yet given back (all devices) */
 VISIBLE_IF_PVCM_TEST atomic_long_t pvcm_objects = ATOMIC_LONG_INIT(0);
@@ -2283,6 +2287,7 @@ int mlx4_ib_cm_init(void)
 {
 	const char *owner = pvcm_owner();
 
+	pvcm_sl_mul = get_random_u64();
 #ifdef HAVE_WQ_PERCPU
 	cm_wq = alloc_workqueue("mlx4_ib_cm", WQ_PERCPU, 0);
 #else
