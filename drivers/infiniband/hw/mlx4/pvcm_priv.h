@@ -181,6 +181,11 @@ static const struct rhashtable_params pvcm_route_params __maybe_unused = {
 	.key_len = sizeof(struct pvcm_route_key),
 	.key_offset = offsetof(struct pvcm_route, key),
 	.head_offset = offsetof(struct pvcm_route, hnode),
+	/*
+	 * As sl_ids: a VF-to-VF REQ notes two routes, and a table that
+	 * starts at 64 buckets was rehashed four times before a thousand.
+	 */
+	.min_size = 1024,
 	.automatic_shrinking = true,
 };
 
