@@ -176,6 +176,10 @@ static void pvcm_after_publish(u32 pv_cm_id)
 #endif
 
 VISIBLE_IF_PVCM_TEST struct workqueue_struct *cm_wq;
+#ifdef MLX4_IB_PVCM_TEST_HOOKS
+/* the random multiplier of pvcm_sl_hash(), odd once the seed is in */
+u64 pvcm_sl_mul __read_mostly;
+#endif
 static struct kmem_cache *pvcm_cache;
 /* entries taken from pvcm_cache and not yet given back (all devices) */
 VISIBLE_IF_PVCM_TEST atomic_long_t pvcm_objects = ATOMIC_LONG_INIT(0);
@@ -864,55 +868,83 @@ static void pvcm_route_own(struct mlx4_ib_pvcm *pv, struct pvcm_route *r,
 }
 
 /*
- * Remember (or refresh) that an incoming request went to @slave; @payer
- * is charged for it.  A new route is complete before lookups can see it.
+ * Remember (or refresh) that incoming requests went to @slave, one route
+ * per key of @keys (at most two); @payer is charged for the new ones.
+ * The routes are allocated first and go in under one hold of pv->lock.  A
+ * new route is complete before lookups can see it.  One walk of its
+ * bucket finds the route of the key or inserts the new one; at its limit
+ * the payer's oldest route goes after the insert, which is never that
+ * oldest: the key was not in the table.
+ * Return: 0 if every route was kept, else the error of the last one that
+ * was not.
  */
+static int pvcm_routes_note(struct mlx4_ib_pvcm *pv,
+			    const struct pvcm_route_key *keys, unsigned int n,
+			    int slave, int payer)
+{
+	struct pvcm_route *r[2] = {}, *old;
+	unsigned int i;
+	int ret = 0;
+
+	if (WARN_ON_ONCE(n > ARRAY_SIZE(r)))
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (pvcm_fault()) {
+			ret = -ENOMEM;
+			continue;
+		}
+#ifdef HAVE_KMALLOC_OBJ
+		r[i] = kzalloc_obj(*r[i]);
+#else
+		r[i] = kzalloc(sizeof(*r[i]), GFP_KERNEL);
+#endif
+		if (!r[i]) {
+			ret = -ENOMEM;
+			continue;
+		}
+		r[i]->key = keys[i];
+		r[i]->slave = slave;
+	}
+
+	spin_lock(&pv->lock);
+	for (i = 0; i < n; i++) {
+		if (!r[i])
+			continue;
+		if (pv->dying) {
+			ret = -ESHUTDOWN;
+			continue;
+		}
+		old = rhashtable_lookup_get_insert_fast(&pv->routes,
+							&r[i]->hnode,
+							pvcm_route_params);
+		if (IS_ERR(old)) {
+			ret = PTR_ERR(old);
+			continue;
+		}
+		if (old) {
+			/* a repeated request; a REQ route may change hands */
+			list_del(&old->link);
+			WRITE_ONCE(old->slave, slave);
+			pv->slaves[old->payer].nr_routes[pvcm_route_list(old)]--;
+			pvcm_route_own(pv, old, old->payer);
+			continue;
+		}
+		pvcm_route_room(pv, &pv->slaves[payer], pvcm_route_list(r[i]));
+		pvcm_route_own(pv, r[i], payer);
+		r[i] = NULL;	/* the table's now */
+	}
+	spin_unlock(&pv->lock);
+	for (i = 0; i < n; i++)
+		kfree(r[i]);
+	return ret;
+}
+
+/* pvcm_routes_note() of one route */
 static int pvcm_route_note(struct mlx4_ib_pvcm *pv,
 			   const struct pvcm_route_key *key, int slave,
 			   int payer)
 {
-	struct pvcm_route *r, *old;
-	int ret = 0;
-
-	if (pvcm_fault())
-		return -ENOMEM;
-#ifdef HAVE_KMALLOC_OBJ
-	r = kzalloc_obj(*r);
-#else
-	r = kzalloc(sizeof(*r), GFP_KERNEL);
-#endif
-	if (!r)
-		return -ENOMEM;
-	r->key = *key;
-	r->slave = slave;
-
-	spin_lock(&pv->lock);
-	if (pv->dying) {
-		ret = -ESHUTDOWN;
-		goto out_free;
-	}
-	old = rhashtable_lookup_fast(&pv->routes, key, pvcm_route_params);
-	if (old) {
-		/* a repeated request; a REQ route may change hands */
-		list_del(&old->link);
-		WRITE_ONCE(old->slave, slave);
-		pv->slaves[old->payer].nr_routes[pvcm_route_list(old)]--;
-		pvcm_route_own(pv, old, old->payer);
-		goto out_free;
-	}
-	pvcm_route_room(pv, &pv->slaves[payer], pvcm_route_list(r));
-	ret = rhashtable_insert_fast(&pv->routes, &r->hnode,
-				     pvcm_route_params);
-	if (ret)
-		goto out_free;
-	pvcm_route_own(pv, r, payer);
-	spin_unlock(&pv->lock);
-	return 0;
-
-out_free:
-	spin_unlock(&pv->lock);
-	kfree(r);
-	return ret;
+	return pvcm_routes_note(pv, key, 1, slave, payer);
 }
 
 VISIBLE_IF_PVCM_TEST int
@@ -1537,14 +1569,15 @@ out:
  * target.  The target is found by the REQ's GID as the demux finds it
  * (IB); on RoCE the master cannot tell here.
  */
-static void pvcm_note_loopback(struct mlx4_ib_dev *dev, int port, int slave,
-			       const struct ib_mad *mad)
+static noinline void pvcm_note_loopback(struct mlx4_ib_dev *dev, int port,
+					int slave, const struct ib_mad *mad)
 {
 	u32 comm_id = pvcm_get_first(mad);
-	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
-	struct pvcm_route_key key = {
-		.ca_guid = pvcm_req_guid(mad), .comm_id = comm_id,
-		.port = port,
+	struct pvcm_route_key keys[2] = {
+		{ .ca_guid = pvcm_req_guid(mad), .comm_id = comm_id,
+		  .port = port },
+		{ .comm_id = comm_id, .port = port,
+		  .kind = PVCM_ROUTE_ANSWER },
 	};
 	int s;
 
@@ -1552,12 +1585,8 @@ static void pvcm_note_loopback(struct mlx4_ib_dev *dev, int port, int slave,
 				  pvcm_req_dest_if_id(mad));
 	if (s < 0 || s >= MLX4_MFUNC_MAX)
 		return;
-	pvcm_route_note(pv, &key, s, slave);
-	key = (struct pvcm_route_key) {
-		.comm_id = comm_id, .port = port, .kind = PVCM_ROUTE_ANSWER,
-		.slave = s,
-	};
-	pvcm_route_note(pv, &key, s, slave);
+	keys[1].slave = s;
+	pvcm_routes_note(&dev->sriov.pvcm, keys, ARRAY_SIZE(keys), s, slave);
 }
 
 VISIBLE_IF_PVCM_TEST int
@@ -2283,6 +2312,7 @@ int mlx4_ib_cm_init(void)
 {
 	const char *owner = pvcm_owner();
 
+	pvcm_sl_mul = get_random_u64();
 #ifdef HAVE_WQ_PERCPU
 	cm_wq = alloc_workqueue("mlx4_ib_cm", WQ_PERCPU, 0);
 #else

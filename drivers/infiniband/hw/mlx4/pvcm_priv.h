@@ -81,6 +81,35 @@ struct pvcm_entry {
 	u8 idle;		/* in TimeWait because it expired idle */
 };
 
+#ifdef MLX4_IB_PVCM_TEST_HOOKS
+extern u64 pvcm_sl_mul;
+#else
+/* cm.c's, set once at module init: only cm.c includes this header */
+static u64 pvcm_sl_mul __read_mostly;
+#endif
+
+/*
+ * The hash of a (slave, sl_cm_id) key: multiply-shift.  The key as one
+ * number x (slave < 2^7 above the 32-bit id: below 2^39) times a random
+ * odd multiplier a; rhashtable takes the low b bits of the result, bits
+ * 32 to 32 + b - 1 of a * x, which are the top b bits of a * x modulo
+ * 2^(32 + b).  The table has at least 2^10 buckets, so x < 2^(32 + b):
+ * for any two keys, the chance that they share a bucket is at most
+ * 2 / 2^b over the choice of a (Dietzfelbinger et al., 1997), whatever ids
+ * the VFs pick.  a is a random number of the module (pvcm_sl_mul) XORed
+ * with the table's seed spread over 64 bits, so a rehash for a long chain
+ * takes another multiplier.  One multiplication instead of jhash2()'s
+ * rounds, on every lookup, insert and rehash move.
+ */
+static inline u32 pvcm_sl_hash(const void *data, u32 len, u32 seed)
+{
+	const struct pvcm_key *key = data;
+	u64 x = (u64)key->slave << 32 | key->sl_cm_id;
+	u64 a = (pvcm_sl_mul ^ ((u64)seed * 0x9e3779b97f4a7c15ULL)) | 1;
+
+	return (a * x) >> 32;
+}
+
 /* two word compares instead of the generic memcmp() of the key bytes */
 static inline int pvcm_sl_cmp(struct rhashtable_compare_arg *arg,
 			      const void *obj)
@@ -95,10 +124,12 @@ static const struct rhashtable_params pvcm_sl_params __maybe_unused = {
 	.key_len = sizeof(struct pvcm_key),
 	.key_offset = offsetof(struct pvcm_entry, key),
 	.head_offset = offsetof(struct pvcm_entry, hnode),
+	.hashfn = pvcm_sl_hash,
 	.obj_cmpfn = pvcm_sl_cmp,
 	/*
 	 * 1024 buckets (8 KiB) from the start and at the least: a cache of
-	 * a few hundred connections is not rehashed on its way up and down.
+	 * a few hundred connections is not rehashed on its way up and down,
+	 * and pvcm_sl_hash() needs 2^10 buckets or more.
 	 */
 	.min_size = 1024,
 	.automatic_shrinking = true,
@@ -150,6 +181,11 @@ static const struct rhashtable_params pvcm_route_params __maybe_unused = {
 	.key_len = sizeof(struct pvcm_route_key),
 	.key_offset = offsetof(struct pvcm_route, key),
 	.head_offset = offsetof(struct pvcm_route, hnode),
+	/*
+	 * As sl_ids: a VF-to-VF REQ notes two routes, and a table that
+	 * starts at 64 buckets was rehashed four times before a thousand.
+	 */
+	.min_size = 1024,
 	.automatic_shrinking = true,
 };
 
