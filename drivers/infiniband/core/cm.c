@@ -1690,6 +1690,7 @@ static void cm_dup_req(struct cm_job *job, struct cm_id_private *other)
 	enum ib_cm_state state;
 
 	cm_ctr_add(job->port, CM_CTR_RX_DUPS, CM_REQ_ATTR_ID, 1);
+	cm_test_dup_req_found(job, &other->id);
 	spin_lock_irq(&other->lock);
 	state = other->id.state;
 	spin_unlock_irq(&other->lock);

@@ -349,11 +349,13 @@ void cm_tw_drain(struct cm_tw_table *t);
  * and for the GID attribute to build a LAP's alternate path with; and the
  * receive side of cm_test_inject(), whose MADs cm.c gives back with
  * cm_test_recv_free(); and whether a send completion is held back
- * (cm_test_park_sends()).  Only ib_cm.ko built with its test hooks
- * (IB_CM_TEST_HOOKS, set by Kbuild for CONFIG_INFINIBAND_CM_TEST_HOOKS)
- * has the switch behind them (cm_test_lap_on_roce()) and injected MADs;
- * in any other build the answers are constants: "no" and "none", and no
- * job holds an injected MAD.
+ * (cm_test_park_sends()); and a test's function, run where a repeated
+ * REQ has found its connection (cm_test_on_dup_req()).  Only ib_cm.ko
+ * built with its test hooks (IB_CM_TEST_HOOKS, set by Kbuild for
+ * CONFIG_INFINIBAND_CM_TEST_HOOKS) has the switch behind them
+ * (cm_test_lap_on_roce()) and injected MADs; in any other build the
+ * answers are constants: "no" and "none", no job holds an injected MAD
+ * and no test function runs.
  */
 #ifdef IB_CM_TEST_HOOKS
 bool cm_test_lap_as_ib(const struct cm_port *port);
@@ -363,6 +365,7 @@ cm_test_lap_sgid_attr(const struct cm_port *port, const union ib_gid *sgid,
 void cm_recv_injected(struct cm_port *port, struct ib_mad_recv_wc *rwc);
 void cm_test_recv_free(struct ib_mad_recv_wc *rwc);
 bool cm_test_park_send(struct ib_mad_agent *agent, struct ib_mad_send_wc *wc);
+void cm_test_dup_req_found(struct cm_job *job, struct ib_cm_id *other);
 
 static inline bool cm_job_injected(const struct cm_job *job)
 {
@@ -394,6 +397,11 @@ static inline bool cm_test_park_send(struct ib_mad_agent *agent,
 				     struct ib_mad_send_wc *wc)
 {
 	return false;
+}
+
+static inline void cm_test_dup_req_found(struct cm_job *job,
+					 struct ib_cm_id *other)
+{
 }
 
 static inline bool cm_job_injected(const struct cm_job *job)

@@ -1366,6 +1366,70 @@ out:
 	rx_established_end(&c);
 }
 
+/*
+ * The consumer's DREP, sent where the REQ below has found its connection
+ * (cm_test_on_dup_req()): the connection enters TimeWait after the lookup
+ * and before the CM looks at its state.
+ */
+static struct ib_cm_id *rx_dup_req_id;
+static int rx_dup_req_drep = -EINPROGRESS;
+
+static void rx_drep_on_dup_req(struct ib_cm_id *id)
+{
+	if (id == rx_dup_req_id)
+		rx_dup_req_drep = ib_send_cm_drep(id, NULL, 0);
+}
+
+/*
+ * A REJ(stale connection) that answers a duplicate counts as a repeat of
+ * that answer under the newer contract, like the MRA does, and as a
+ * first send under the older one.
+ */
+#ifdef HAVE_IB_PREPARE_CM_MRA
+#define RX_STALE_REJ_REPEATS	1
+#else
+#define RX_STALE_REJ_REPEATS	0
+#endif
+
+/*
+ * A repeat of the REQ that met the connection before it entered TimeWait
+ * and its state after: the REQ belongs to the old connection, and is
+ * answered with a REJ(stale connection).  Nothing reaches the consumer.
+ */
+static void dup_req_racing_timewait_gets_stale_rej(void)
+{
+	struct rx_passive c;
+	long dups, rej, retried;
+
+	if (!rx_established(&c, false))
+		goto out;
+	RX_EXPECT_PEER_DREQ(&c, 'D', NULL);
+	rx_quiesce();
+	dups = rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID);
+	rej = rx_ctr(CM_CTR_TX, CM_REJ_ATTR_ID);
+	retried = rx_ctr(CM_CTR_TX_RETRIES, CM_REJ_ATTR_ID);
+
+	rx_dup_req_id = c.id;
+	rx_dup_req_drep = -EINPROGRESS;
+	cm_test_on_dup_req(rx_drep_on_dup_req);
+	IBST_EXPECT_EQ(rx_send_req(&c.peer, c.sid, 'q', 0, 0), 0);
+	cm_test_flush();
+	cm_test_on_dup_req(NULL);
+	rx_dup_req_id = NULL;
+	IBST_EXPECT_EQ(rx_dup_req_drep, 0);
+	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_TIMEWAIT);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID), dups + 1);
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_REJ_ATTR_ID, rej));
+	rx_quiesce();
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_TX, CM_REJ_ATTR_ID),
+		       rej + 1 + RX_STALE_REJ_REPEATS);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_TX_RETRIES, CM_REJ_ATTR_ID),
+		       retried + RX_STALE_REJ_REPEATS);
+	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL), 1);
+out:
+	rx_established_end(&c);
+}
+
 /* The peer's REP with its private data and ECE; repeats get our RTU. */
 static void rep_event_fields_and_dups(void)
 {
@@ -3735,6 +3799,7 @@ static const struct ibst_case cm_rx_cases[] = {
 	IBST_CASE(dreq_rcvd_dups_and_drep_repeated),
 	IBST_CASE(dreq_unknown_id_gets_drep),
 	IBST_CASE(req_in_timewait_is_new_connection),
+	IBST_CASE(dup_req_racing_timewait_gets_stale_rej),
 	IBST_CASE(rep_event_fields_and_dups),
 	IBST_CASE(rep_with_taken_peer_id_dropped),
 	IBST_CASE(mra_extends_req_timeout),

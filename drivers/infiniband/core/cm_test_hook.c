@@ -12,6 +12,8 @@
  * and cm_test_dev_refs() shows the references held on a CM device.
  * cm_test_rej_watch() attaches to the icm_send_rej tracepoint the way a
  * tracing tool would, and records what it saw of one cm_id.
+ * cm_test_on_dup_req() runs a test's function between the lookup of a
+ * repeated REQ's connection and the CM's look at its state.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -469,3 +471,37 @@ void cm_test_rej_unwatch(struct cm_test_rej_seen *seen)
 	tracepoint_synchronize_unregister();
 }
 EXPORT_SYMBOL_FOR_CM_TEST(cm_test_rej_unwatch);
+
+/*
+ * The function of cm_test_on_dup_req(), or NULL.  Written there only; read
+ * without a lock by the receive path, which runs it for injected MADs.
+ */
+static void (*cm_test_dup_req_fn)(struct ib_cm_id *cm_id);
+
+/* Called by cm.c when a repeated REQ of @job has found @other. */
+void cm_test_dup_req_found(struct cm_job *job, struct ib_cm_id *other)
+{
+	void (*fn)(struct ib_cm_id *cm_id) = READ_ONCE(cm_test_dup_req_fn);
+
+	if (fn && cm_job_injected(job))
+		fn(other);
+}
+
+/**
+ * cm_test_on_dup_req() - Run a function where a repeated REQ found its cm_id.
+ * @fn: called with that cm_id, referenced, in the receive job, after the
+ *	lookup and before the CM reads the cm_id's state; NULL stops it
+ *
+ * Only REQs from cm_test_inject() run @fn, so that a test can make the
+ * connection change state in the window between the two, as a consumer's
+ * call on another CPU would.  @fn may call the CM's send and state
+ * functions for the cm_id; it must not wait for receive work.
+ *
+ * Context: process context.  A call of @fn for a MAD injected before @fn
+ * was replaced may still run: cm_test_flush() waits for it.
+ */
+void cm_test_on_dup_req(void (*fn)(struct ib_cm_id *cm_id))
+{
+	WRITE_ONCE(cm_test_dup_req_fn, fn);
+}
+EXPORT_SYMBOL_FOR_CM_TEST(cm_test_on_dup_req);

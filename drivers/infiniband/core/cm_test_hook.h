@@ -48,6 +48,8 @@ unsigned int cm_test_destroy_wait_cap(unsigned int ms);
 unsigned int cm_test_park_sends(bool on);
 unsigned int cm_test_parked_sends(void);
 
+void cm_test_on_dup_req(void (*fn)(struct ib_cm_id *cm_id));
+
 int cm_test_rej_watch(struct cm_test_rej_seen *seen);
 void cm_test_rej_unwatch(struct cm_test_rej_seen *seen);
 void cm_fault_arm(int nth);
