@@ -1196,9 +1196,9 @@ static void cm_leave_state(struct cm_id_private *priv, int err)
 
 #ifdef IB_CM_TEST_HOOKS
 /*
- * Test builds only: the test rig caps the wait at the distribution's 10 s,
- * so that its kernel log check still catches a destroy that waits longer
- * than that.
+ * Test builds only: a test harness caps the wait (at the distribution's
+ * 10 s, times its time scale on a slow host), so that its kernel log check
+ * still catches a destroy that waits longer than that.
  */
 static unsigned int destroy_wait_cap_ms;
 module_param(destroy_wait_cap_ms, uint, 0644);
@@ -2989,7 +2989,8 @@ static void cm_lap_rcvd(struct cm_job *job)
 
 /*
  * An APR answers a LAP, and this side sends none (no ib_cm call of this
- * API sends one): no APR is ever ours to take.  cm_recv() has counted it.
+ * API sends one): no APR is ever this side's to take.  cm_recv() has
+ * counted it.
  */
 static void cm_apr_rcvd(struct cm_job *job)
 {

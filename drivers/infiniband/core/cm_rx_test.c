@@ -2624,7 +2624,7 @@ static void shared_listener_race(void)
 
 /* The distribution's ib_cm waits this long in every case. */
 #define RX_DESTROY_WAIT_MIN_MS	10000
-/* Ours waits at most this long before the first warning. */
+/* This ib_cm waits at most this long before the first warning. */
 #define RX_DESTROY_WAIT_MAX_MS	(5 * 60 * 1000)
 
 /* A cm_id's timeout_ms and max_cm_retries, read under its lock. */
@@ -2646,7 +2646,7 @@ static void rx_cm_timeouts(struct ib_cm_id *id, int *timeout_ms,
  * MAD layer gives up on it: the first send and max_cm_retries more, each
  * waiting timeout_ms, which the wait covers with a quarter to spare; never
  * shorter than the distribution's fixed wait, never longer than five
- * minutes, and in test builds no longer than the cap the rig sets.
+ * minutes, and in test builds no longer than the cap the harness sets.
  */
 static void destroy_wait_follows_cm_timeouts(void)
 {
@@ -2656,9 +2656,9 @@ static void destroy_wait_follows_cm_timeouts(void)
 	unsigned long flags;
 	int timeout_ms;
 
-	/* The rig's cap (10 s) would hide the longer waits. */
+	/* The harness's cap (10 s or more) would hide the longer waits. */
 	cap = cm_test_destroy_wait_cap(0);
-	ibst_diag("the rig's cap: %u ms", cap);
+	ibst_diag("the harness's cap: %u ms", cap);
 
 	/* Nothing was ever sent. */
 	IBST_EXPECT(rx_active_init(&a, false));
@@ -2790,7 +2790,7 @@ static int rx_destroyer_fn(void *arg)
 }
 
 /*
- * The test rig fails a run whose kernel log has a splat; a line of
+ * The test harness fails a run whose kernel log has a splat; a line of
  * RX_EXPECT_ONCE followed by a text lets exactly one line with that text
  * (tools/testing/vm/splat-patterns) through.
  */
@@ -2802,9 +2802,9 @@ static int rx_destroyer_fn(void *arg)
  * which a probe can attach to, with the ID and the state it was destroyed
  * from, and in the kernel log in the distribution's words, with the state
  * it is in and the references still held.  The test builds' cap makes the
- * wait short; the one warning is announced to the rig.  A kernel without
- * kretprobes (the debug tier's) checks the warning, its time and its
- * text, not what a probe sees.
+ * wait short; the one warning is announced to the harness.  A kernel
+ * without kretprobes (the debug tier's) checks the warning, its time and
+ * its text, not what a probe sees.
  */
 static void destroy_timeout_reports_old_state_and_refs(void)
 {
@@ -2838,7 +2838,7 @@ static void destroy_timeout_reports_old_state_and_refs(void)
 	 * A reference the destroy has to wait for.  The warning its wait
 	 * ends with is announced, word for word: the distribution's text,
 	 * with the listener's state as the old one and the reference held
-	 * here.  A warning worded otherwise fails the rig's log check.
+	 * here.  A warning worded otherwise fails the harness's log check.
 	 */
 	cm_test_id_hold(d.id);
 	pr_info(RX_EXPECT_ONCE "cm_destroy_id_wait_timeout: cm_id=%p timed out. state %d -> %d, refcnt=%d\n",
@@ -2934,7 +2934,7 @@ static void destroy_and_lost_untracked_send(void)
 	struct ib_cm_id *id;
 	unsigned int cap;
 
-	/* No cap from the rig: the destroy's first wait is its own. */
+	/* No cap from the harness: the destroy's first wait is its own. */
 	cap = cm_test_destroy_wait_cap(0);
 	if (!rx_established(&c, false))
 		goto out;
