@@ -1399,7 +1399,7 @@ static void rx_drep_on_dup_req(struct ib_cm_id *id)
 static void dup_req_racing_timewait_gets_stale_rej(void)
 {
 	struct rx_passive c;
-	long dups, rej, retried;
+	long dups, rej, retried, rej_in;
 
 	if (!rx_established(&c, false))
 		goto out;
@@ -1408,6 +1408,7 @@ static void dup_req_racing_timewait_gets_stale_rej(void)
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID);
 	rej = rx_ctr(CM_CTR_TX, CM_REJ_ATTR_ID);
 	retried = rx_ctr(CM_CTR_TX_RETRIES, CM_REJ_ATTR_ID);
+	rej_in = rx_ctr(CM_CTR_RX, CM_REJ_ATTR_ID);
 
 	rx_dup_req_id = c.id;
 	rx_dup_req_drep = -EINPROGRESS;
@@ -1420,11 +1421,14 @@ static void dup_req_racing_timewait_gets_stale_rej(void)
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_TIMEWAIT);
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID), dups + 1);
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_REJ_ATTR_ID, rej));
+	/* one REJ, sent to the port's own GID, comes back */
+	IBST_EXPECT(rx_ctr_rises(CM_CTR_RX, CM_REJ_ATTR_ID, rej_in));
 	rx_quiesce();
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_TX, CM_REJ_ATTR_ID),
 		       rej + 1 + RX_STALE_REJ_REPEATS);
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_TX_RETRIES, CM_REJ_ATTR_ID),
 		       retried + RX_STALE_REJ_REPEATS);
+	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX, CM_REJ_ATTR_ID), rej_in + 1);
 	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL), 1);
 out:
 	rx_established_end(&c);
@@ -3786,6 +3790,7 @@ static void cm_rx_teardown(void)
 {
 	/* Drops the device reference a case that stopped half-way left on. */
 	cm_test_lap_on_roce(rx_dev, rx_port, false);
+	cm_test_on_dup_req(NULL);
 	rx_gid = NULL;
 	cmt_port_put();
 	rx_dev = NULL;

@@ -495,13 +495,17 @@ void cm_test_dup_req_found(struct cm_job *job, struct ib_cm_id *other)
  * Only REQs from cm_test_inject() run @fn, so that a test can make the
  * connection change state in the window between the two, as a consumer's
  * call on another CPU would.  @fn may call the CM's send and state
- * functions for the cm_id; it must not wait for receive work.
+ * functions for the cm_id.  It must not destroy the cm_id (the receive
+ * job's reference would keep the destroy waiting), nor wait for receive
+ * work (cm_test_flush()), nor call this function.
  *
- * Context: process context.  A call of @fn for a MAD injected before @fn
- * was replaced may still run: cm_test_flush() waits for it.
+ * Context: process context.  With NULL it returns once no call of the
+ * old function can still be running, so that its module may go away.
  */
 void cm_test_on_dup_req(void (*fn)(struct ib_cm_id *cm_id))
 {
 	WRITE_ONCE(cm_test_dup_req_fn, fn);
+	if (!fn)
+		cm_test_flush();
 }
 EXPORT_SYMBOL_FOR_CM_TEST(cm_test_on_dup_req);
