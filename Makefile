@@ -77,7 +77,8 @@ help:
 	@echo '                  builds for it (SID_ARGS: e.g. --refresh)'
 	@echo 'make check        build, static gates and VM tests; ends "N passed, N failed"'
 	@echo 'make gates        static gates only (checkpatch, sparse, W=1, kernel-doc, coccicheck)'
-	@echo 'make vm-test      VM tests only'
+	@echo 'make vm-test      VM tests only (VM_TEST_ARGS: run-vm-tests options, e.g.'
+	@echo '                  "--suites removal"; KVER= for another track)'
 	@echo 'make main         the main job: build, boot a VM, run rping/ib_send_bw, report'
 	@echo 'make patches      the kernel-style patch series, one per installed'
 	@echo '                  linux-source (6.1, 6.12, sid 7.2), in build/patches/<series>'
@@ -165,8 +166,11 @@ endif
 gates: modules
 	@$(TOP)/tools/testing/gates/run-gates --src $(SRC) --kdir $(KDIR) --tree $(TREE)
 
+# The VM suites of make check on one track; VM_TEST_ARGS picks suites
+# and limits (tools/testing/run-vm-tests: --suites, --timeout-scale).
+VM_TEST_ARGS ?=
 vm-test: modules
-	@$(TOP)/tools/testing/run-vm-tests --build $(BUILD)
+	@$(TOP)/tools/testing/run-vm-tests --build $(BUILD) $(VM_TEST_ARGS)
 
 main: modules
 	@$(TOP)/tools/testing/main-job --build $(BUILD) --kdir $(KDIR)
