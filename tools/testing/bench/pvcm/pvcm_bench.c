@@ -16,8 +16,10 @@
  * completely, REQ, the peer's REP, the VF's RTU, before the next one) or a
  * burst (fill=burst: all n REQs are multiplexed first, timed as a whole,
  * as a VF that starts many connections at once sends them; then, untimed
- * as a whole, each peer's REP and the VF's RTU).  One line per fill and
- * one per measurement are printed:
+ * as a whole, each peer's REP and the VF's RTU).  With loopback=1 each
+ * REQ goes to another VF of the master and comes back in through the
+ * demux handler, in the REQ's time.  One line per fill and one per
+ * measurement are printed:
  *
  *   pvcm-bench impl=ours n=100000 fill=burst fill_per_s=... ...
  *   pvcm-bench impl=ours n=100000 threads=2 op=rtu ops_per_s=... ...
@@ -454,11 +456,12 @@ static long pb_per_entry(long bytes, u32 n)
 
 /*
  * The destination port GID of a REQ: VF i + 1's in loopback mode, else a
- * remote node's.  Only ours reads it when multiplexing.
+ * remote node's.  Ours reads it when multiplexing, both when the REQ
+ * comes back in (loopback).  The MAD's bytes 0x60 on: the distro's
+ * cm.c calls them primary_path_sgid.
  */
 static void pb_req_dest(struct ib_mad *mad, u32 i)
 {
-#ifdef PVCM_CM_CLASS_VERSION
 	union ib_gid gid = {};
 
 	gid.global.subnet_prefix = cpu_to_be64(0xfe80000000000000ULL);
@@ -467,24 +470,33 @@ static void pb_req_dest(struct ib_mad *mad, u32 i)
 	if (loopback)
 		gid.global.interface_id =
 			cpu_to_be64(PB_GUID_BASE + (i + 1) % slaves);
-	memcpy(IBA_GET_MEM_PTR(CM_REQ_PRIMARY_REMOTE_PORT_GID,
-			       (struct cm_req_msg *)mad), &gid, sizeof(gid));
-#endif
+	BUILD_BUG_ON(offsetof(struct ib_mad, data) + 72 != 0x60);
+	memcpy(mad->data + 72, &gid, sizeof(gid));
 }
 
-/* the VF's REQ of connection i creates its mapping */
+/*
+ * The VF's REQ of connection i creates its mapping.  In loopback mode
+ * the REQ then comes back in to its target, VF i + 1, through the demux
+ * handler, as it does from the wire: that is part of the REQ's time,
+ * for both implementations (each does some of a VF-to-VF REQ's work
+ * there: the distro's remembers the REQ for a REJ(timeout)).
+ */
 static int pb_req(struct pb_run *run, struct ib_mad *mad, u32 i)
 {
-	int ret;
+	int ret, to = -1;
 	u64 t0;
 
 	pb_mad_set(mad, CM_REQ_ATTR_ID, pb_sl_id(run, i), 0);
 	pb_req_dest(mad, i);
 	t0 = ktime_get_ns();
 	ret = pb_mux(run, pb_slave(i), mad);
+	if (!ret && loopback)
+		ret = pb_demux(run, &to, mad);
 	run->msg_ns[0] += ktime_get_ns() - t0;
 	if (ret)
 		return ret;
+	if (loopback && to != pb_slave(i + 1))
+		return -EIO;
 	run->pv_ids[i] = get_unaligned_be32(mad->data);
 	return 0;
 }
@@ -664,7 +676,8 @@ static struct pb_run *pb_fill(u32 n, const struct pb_op *op, bool burst,
 			 div64_u64((u64)n * NSEC_PER_SEC, fill_ns) : 0;
 	/*
 	 * req_ns: a burst's time per REQ, everything the burst ran (deferred
-	 * work too); req_call_ns: the time inside the REQ's multiplex call.
+	 * work too); req_call_ns: the time inside the REQ's multiplex call
+	 * and, in loopback mode, its demux call at the target.
 	 */
 	pr_info("n=%u %sfill=%s fill_per_s=%llu bytes_per_entry=%ld slab_bytes_per_entry=%ld free_bytes_per_entry=%ld buddy_bytes_per_entry=%ld exact=%d req_ns=%llu req_call_ns=%llu rep_ns=%llu rtu_ns=%llu\n",
 		n, warm ? "warmup " : "", burst ? "burst" : "interleaved",
