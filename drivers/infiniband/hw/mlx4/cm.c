@@ -2110,6 +2110,11 @@ void mlx4_ib_cm_paravirt_init(struct mlx4_ib_dev *dev)
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
 	int i, j;
 
+	/*
+	 * The multiplier of pvcm_sl_hash(), once, before the first table:
+	 * it never changes under one (pvcm_priv.h).
+	 */
+	get_random_once(&pvcm_sl_mul, sizeof(pvcm_sl_mul));
 	memset(pv, 0, sizeof(*pv));
 	spin_lock_init(&pv->lock);
 	xa_init_flags(&pv->pv_ids, XA_FLAGS_ALLOC1);
@@ -2312,7 +2317,6 @@ int mlx4_ib_cm_init(void)
 {
 	const char *owner = pvcm_owner();
 
-	pvcm_sl_mul = get_random_u64();
 #ifdef HAVE_WQ_PERCPU
 	cm_wq = alloc_workqueue("mlx4_ib_cm", WQ_PERCPU, 0);
 #else

@@ -14,6 +14,7 @@
 #define MLX4_IB_PVCM_PRIV_H
 
 #include <linux/atomic.h>
+#include <linux/hash.h>
 #include <linux/list.h>
 #include <linux/moduleparam.h>
 #include <linux/rcupdate.h>
@@ -84,7 +85,7 @@ struct pvcm_entry {
 #ifdef MLX4_IB_PVCM_TEST_HOOKS
 extern u64 pvcm_sl_mul;
 #else
-/* cm.c's, set once at module init: only cm.c includes this header */
+/* cm.c's, set once before the first table: only cm.c includes this header */
 static u64 pvcm_sl_mul __read_mostly;
 #endif
 
@@ -105,7 +106,7 @@ static inline u32 pvcm_sl_hash(const void *data, u32 len, u32 seed)
 {
 	const struct pvcm_key *key = data;
 	u64 x = (u64)key->slave << 32 | key->sl_cm_id;
-	u64 a = (pvcm_sl_mul ^ ((u64)seed * 0x9e3779b97f4a7c15ULL)) | 1;
+	u64 a = (pvcm_sl_mul ^ ((u64)seed * GOLDEN_RATIO_64)) | 1;
 
 	return (a * x) >> 32;
 }
