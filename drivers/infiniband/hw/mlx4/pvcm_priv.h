@@ -97,10 +97,17 @@ static u64 pvcm_sl_mul __read_mostly;
  * 2^(32 + b).  The table has at least 2^10 buckets, so x < 2^(32 + b):
  * for any two keys, the chance that they share a bucket is at most
  * 2 / 2^b over the choice of a (Dietzfelbinger et al., 1997), whatever ids
- * the VFs pick.  a is a random number of the module (pvcm_sl_mul) XORed
- * with the table's seed spread over 64 bits, so a rehash for a long chain
- * takes another multiplier.  One multiplication instead of jhash2()'s
- * rounds, on every lookup, insert and rehash move.
+ * the VFs pick.  That bounds the expected chain, not the longest: on one
+ * VF's ids in arithmetic progression (ib_cm hands them out in sequence)
+ * a times the step acts as a rotation, and for a few multipliers in a
+ * thousand the buckets bunch up into a chain over rhashtable's 16
+ * (tools/testing/bench/pvcm/README, "The hash of sl_ids").  The insert
+ * that meets such a chain then allocates a table of the same size with a
+ * new seed, GFP_ATOMIC under pv->lock, and goes into it; the worker moves
+ * the rest, and the new seed makes another multiplier.  a is a random
+ * number of the module (pvcm_sl_mul) XORed with the table's seed
+ * spread over 64 bits.  One multiplication instead of jhash2()'s rounds,
+ * on every lookup, insert and rehash move.
  */
 static inline u32 pvcm_sl_hash(const void *data, u32 len, u32 seed)
 {
