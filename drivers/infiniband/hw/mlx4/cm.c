@@ -852,16 +852,22 @@ static void pvcm_route_room(struct mlx4_ib_pvcm *pv,
 						     struct pvcm_route, link));
 }
 
-/* put @r (new, or taken off its list) at the tail of @payer's list */
-static void pvcm_route_own(struct mlx4_ib_pvcm *pv, struct pvcm_route *r,
-			   int payer)
+/* make @r @payer's, its life starting now */
+static void pvcm_route_take(struct mlx4_ib_pvcm *pv, struct pvcm_route *r,
+			    int payer)
 {
-	struct mlx4_ib_pvcm_slave *s = &pv->slaves[payer];
-
 	lockdep_assert_held(&pv->lock);
 	r->payer = payer;
-	r->epoch = (u32)atomic_read(&s->epoch);
+	r->epoch = (u32)atomic_read(&pv->slaves[payer].epoch);
 	r->deadline = (u32)jiffies + pvcm_route_jiffies();
+}
+
+/* put @r, taken, at the tail of its payer's list */
+static void pvcm_route_link(struct mlx4_ib_pvcm *pv, struct pvcm_route *r)
+{
+	struct mlx4_ib_pvcm_slave *s = &pv->slaves[r->payer];
+
+	lockdep_assert_held(&pv->lock);
 	list_add_tail(&r->link, &s->routes[pvcm_route_list(r)]);
 	s->nr_routes[pvcm_route_list(r)]++;
 	pvcm_arm(pv, r->deadline);
@@ -870,11 +876,12 @@ static void pvcm_route_own(struct mlx4_ib_pvcm *pv, struct pvcm_route *r,
 /*
  * Remember (or refresh) that incoming requests went to @slave, one route
  * per key of @keys (at most two); @payer is charged for the new ones.
- * The routes are allocated first and go in under one hold of pv->lock.  A
- * new route is complete before lookups can see it.  One walk of its
- * bucket finds the route of the key or inserts the new one; at its limit
- * the payer's oldest route goes after the insert, which is never that
- * oldest: the key was not in the table.
+ * The routes are allocated first and go in under one hold of pv->lock,
+ * each complete but for its place on the payer's list, which only
+ * holders of the lock walk, before the insert makes it visible to
+ * lookups.  One walk of its bucket finds the route of the key or inserts
+ * the new one; at its limit the payer's oldest route goes after the
+ * insert, which is never that oldest: the key was not in the table.
  * Return: 0 if every route was kept, else the error of the last one that
  * was not.
  */
@@ -914,6 +921,7 @@ static int pvcm_routes_note(struct mlx4_ib_pvcm *pv,
 			ret = -ESHUTDOWN;
 			continue;
 		}
+		pvcm_route_take(pv, r[i], payer);
 		old = rhashtable_lookup_get_insert_fast(&pv->routes,
 							&r[i]->hnode,
 							pvcm_route_params);
@@ -926,11 +934,12 @@ static int pvcm_routes_note(struct mlx4_ib_pvcm *pv,
 			list_del(&old->link);
 			WRITE_ONCE(old->slave, slave);
 			pv->slaves[old->payer].nr_routes[pvcm_route_list(old)]--;
-			pvcm_route_own(pv, old, old->payer);
+			pvcm_route_take(pv, old, old->payer);
+			pvcm_route_link(pv, old);
 			continue;
 		}
 		pvcm_route_room(pv, &pv->slaves[payer], pvcm_route_list(r[i]));
-		pvcm_route_own(pv, r[i], payer);
+		pvcm_route_link(pv, r[i]);
 		r[i] = NULL;	/* the table's now */
 	}
 	spin_unlock(&pv->lock);
