@@ -489,10 +489,10 @@ VISIBLE_IF_PVCM_TEST void pvcm_arm(struct mlx4_ib_pvcm *pv, u32 deadline)
 static void pvcm_unindex(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 {
 	lockdep_assert_held(&pv->lock);
-	if (!e->indexed)
+	if (!(e->flags & PVCM_F_INDEXED))
 		return;
 	rhashtable_remove_fast(&pv->sl_ids, &e->hnode, pvcm_sl_params);
-	e->indexed = 0;
+	pvcm_flags_set(e, 0, PVCM_F_INDEXED);
 }
 
 /* lifecycle event: a connection message passed, push the idle deadline */
@@ -514,8 +514,8 @@ static void pvcm_ev_refresh(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
  */
 static bool pvcm_revivable(struct mlx4_ib_pvcm *pv, const struct pvcm_entry *e)
 {
-	return READ_ONCE(e->state) == PVCM_TIMEWAIT && READ_ONCE(e->idle) &&
-	       !pvcm_stale(pv, e);
+	return READ_ONCE(e->state) == PVCM_TIMEWAIT &&
+	       pvcm_flag(e, PVCM_F_IDLE) && !pvcm_stale(pv, e);
 }
 
 /* move an idle-expired entry back from TimeWait to @state */
@@ -525,11 +525,11 @@ static bool pvcm_revive(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e,
 	struct mlx4_ib_pvcm_slave *s = pvcm_slave(pv, e);
 
 	lockdep_assert_held(&pv->lock);
-	if (!pvcm_revivable(pv, e) || !e->indexed)
+	if (!pvcm_revivable(pv, e) || !(e->flags & PVCM_F_INDEXED))
 		return false;
 	s->nr_timewait--;
 	s->nr_live++;
-	WRITE_ONCE(e->idle, 0);
+	pvcm_flags_set(e, 0, PVCM_F_IDLE);
 	WRITE_ONCE(e->state, state);
 	if (state == PVCM_ESTABLISHED) {
 		list_move_tail(&e->link, &s->established);
@@ -572,7 +572,7 @@ static void pvcm_release(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 
 	lockdep_assert_held(&pv->lock);
 	if (e->state == PVCM_TIMEWAIT)
-		WRITE_ONCE(e->idle, 0);
+		pvcm_flags_set(e, 0, PVCM_F_IDLE);
 	if (e->state == PVCM_DEAD || e->state == PVCM_TIMEWAIT)
 		return;
 	s->nr_live--;
@@ -654,10 +654,9 @@ pvcm_entry_new(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id, u32 peer,
 	e->key.sl_cm_id = sl_cm_id;
 	e->key.slave = slave;
 	e->state = PVCM_DEAD;
-	e->indexed = 0;
 	e->remote_id = peer;
 	e->sidr = sidr;
-	e->idle = 0;
+	e->flags = 0;
 	refcount_set(&e->ref, 1);	/* the map's */
 
 	/*
@@ -714,7 +713,7 @@ static void pvcm_publish_locked(struct mlx4_ib_pvcm *pv,
 				struct pvcm_entry *e)
 {
 	lockdep_assert_held(&pv->lock);
-	e->indexed = 1;
+	pvcm_flags_set(e, PVCM_F_INDEXED, 0);
 	list_add_tail(&e->link, &s->pending);
 	s->nr_live++;
 	s->allocated++;
@@ -786,7 +785,7 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 					      &e->hnode, pvcm_sl_params);
 		if (ret)
 			goto unlock;
-		old->indexed = 0;
+		pvcm_flags_set(old, 0, PVCM_F_INDEXED);
 	}
 	pvcm_publish_locked(pv, s, e);
 	*pv_cm_id = e->pv_cm_id;
@@ -1047,7 +1046,7 @@ static bool pvcm_reap_slave(struct mlx4_ib_pvcm *pv,
 			break;
 		if (n++ == PVCM_BATCH)
 			return false;
-		WRITE_ONCE(e->idle, 1);
+		pvcm_flags_set(e, PVCM_F_IDLE, 0);
 		pvcm_release(pv, e);
 	}
 	list_for_each_entry_safe(e, tmp, &s->timewait, link) {
@@ -1333,7 +1332,7 @@ static inline bool pvcm_event_needed(const struct pvcm_entry *e, u8 ev)
 	switch (ev) {
 	case PVCM_EV_REVIVE:
 		if (state == PVCM_TIMEWAIT)
-			return READ_ONCE(e->idle);
+			return pvcm_flag(e, PVCM_F_IDLE);
 		fallthrough;
 	case PVCM_EV_REFRESH:
 		if (state != PVCM_PENDING)
@@ -1343,11 +1342,11 @@ static inline bool pvcm_event_needed(const struct pvcm_entry *e, u8 ev)
 		return left > timeout || left < timeout - (timeout >> 6);
 	case PVCM_EV_ESTABLISH:
 		return state == PVCM_PENDING ||
-		       (state == PVCM_TIMEWAIT && READ_ONCE(e->idle));
+		       (state == PVCM_TIMEWAIT && pvcm_flag(e, PVCM_F_IDLE));
 	case PVCM_EV_RELEASE:
 		/* in TimeWait: only an idle-expired entry has to end */
 		if (state == PVCM_TIMEWAIT)
-			return READ_ONCE(e->idle);
+			return pvcm_flag(e, PVCM_F_IDLE);
 		return state != PVCM_DEAD;
 	case PVCM_EV_NONE:
 		return false;

@@ -1402,7 +1402,7 @@ static void f_audit_list(struct list_head *list, u8 state, u32 slave,
 			e->pv_cm_id, e->key.slave, e->state, slave, state);
 		F_CHECK(xa_load(&t_pv->pv_ids, pvcm_index(t_pv, e->pv_cm_id)) == e,
 			"entry 0x%x not at its index", e->pv_cm_id);
-		if (e->indexed) {
+		if (e->flags & PVCM_F_INDEXED) {
 			(*indexed)++;
 			F_CHECK(rhashtable_lookup_fast(&t_pv->sl_ids, &e->key,
 						       pvcm_sl_params) == e,

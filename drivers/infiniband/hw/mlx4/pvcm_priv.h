@@ -14,6 +14,7 @@
 #define MLX4_IB_PVCM_PRIV_H
 
 #include <linux/atomic.h>
+#include <linux/bits.h>
 #include <linux/hash.h>
 #include <linux/list.h>
 #include <linux/moduleparam.h>
@@ -62,7 +63,9 @@ struct pvcm_key {
  * remote id), else later by cmpxchg() from the VF's MADs or from the
  * peer's REP, and read with READ_ONCE().  @sidr is set before the entry
  * is published when a SIDR_REQ creates it, so before any wire MAD can
- * find it.  56 bytes on 64-bit.
+ * find it.  @flags (PVCM_F_*) are written before the entry is published
+ * or under pv->lock, and read with READ_ONCE() without it.  56 bytes on
+ * 64-bit.
  */
 struct pvcm_entry {
 	struct rhash_head hnode;
@@ -77,10 +80,24 @@ struct pvcm_entry {
 	u32 remote_id;
 	u32 epoch;		/* the slave's epoch when it was published */
 	u8 state;
-	u8 indexed;		/* the entry is the one in pv->sl_ids */
 	u8 sidr;		/* made by a SIDR_REQ, not a connection */
-	u8 idle;		/* in TimeWait because it expired idle */
+	u8 flags;
 };
+
+/* &struct pvcm_entry.flags */
+#define PVCM_F_INDEXED		BIT(0)	/* the entry is the one in pv->sl_ids */
+#define PVCM_F_IDLE		BIT(1)	/* in TimeWait because it expired idle */
+
+static inline bool pvcm_flag(const struct pvcm_entry *e, u8 flag)
+{
+	return READ_ONCE(e->flags) & flag;
+}
+
+/* under pv->lock, or before the entry is published */
+static inline void pvcm_flags_set(struct pvcm_entry *e, u8 set, u8 clear)
+{
+	WRITE_ONCE(e->flags, (e->flags & ~clear) | set);
+}
 
 #ifdef MLX4_IB_PVCM_TEST_HOOKS
 extern u64 pvcm_sl_mul;

@@ -1305,13 +1305,13 @@ static void realloc_no_orphan(void)
 	e = xa_load(&t_pv->pv_ids, pvcm_index(t_pv, pv1));
 	IBST_EXPECT_NOT_NULL(e);
 	if (e) {
-		IBST_EXPECT(!e->indexed);
+		IBST_EXPECT(!pvcm_flag(e, PVCM_F_INDEXED));
 		IBST_EXPECT_EQ(e->state, PVCM_TIMEWAIT);
 	}
 	e = xa_load(&t_pv->pv_ids, pvcm_index(t_pv, pv2));
 	IBST_EXPECT_NOT_NULL(e);
 	if (e) {
-		IBST_EXPECT(e->indexed);
+		IBST_EXPECT(pvcm_flag(e, PVCM_F_INDEXED));
 		IBST_EXPECT_EQ(e->state, PVCM_PENDING);
 	}
 
@@ -2310,7 +2310,7 @@ static void t_dump(void)
 	};
 	struct {
 		u32 pv, slave, sl, remote;
-		u8 state, indexed, sidr, idle;
+		u8 state, flags, sidr;
 	} d[T_DUMP_MAX];
 	struct mlx4_ib_pvcm_stats st = t_stats(-1);
 	unsigned int i, n = 0, total = 0;
@@ -2330,9 +2330,8 @@ static void t_dump(void)
 			d[n].sl = READ_ONCE(e->key.sl_cm_id);
 			d[n].remote = READ_ONCE(e->remote_id);
 			d[n].state = READ_ONCE(e->state);
-			d[n].indexed = READ_ONCE(e->indexed);
+			d[n].flags = READ_ONCE(e->flags);
 			d[n].sidr = READ_ONCE(e->sidr);
-			d[n].idle = READ_ONCE(e->idle);
 			n++;
 		}
 		total++;
@@ -2345,8 +2344,9 @@ static void t_dump(void)
 			  d[i].pv, d[i].slave, d[i].sl, d[i].remote,
 			  d[i].state < ARRAY_SIZE(states) ?
 			  states[d[i].state] : "?",
-			  d[i].indexed ? ", indexed" : "",
-			  d[i].sidr ? ", SIDR" : "", d[i].idle ? ", idle" : "");
+			  d[i].flags & PVCM_F_INDEXED ? ", indexed" : "",
+			  d[i].sidr ? ", SIDR" : "",
+			  d[i].flags & PVCM_F_IDLE ? ", idle" : "");
 }
 
 static int t_setup(void)
