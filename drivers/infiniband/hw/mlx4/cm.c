@@ -83,7 +83,7 @@ MODULE_PARM_DESC(pvcm_pending_timeout,
 VISIBLE_IF_PVCM_TEST unsigned int pvcm_max_routes = 4096;
 module_param(pvcm_max_routes, uint, 0644);
 MODULE_PARM_DESC(pvcm_max_routes,
-		 "PV-CM: max remembered incoming requests per VF and kind (REQ, its answer, SIDR_REQ), the VF's oldest of that kind is forgotten first, 0 = no limit (default 4096)");
+		 "PV-CM: max remembered requests per VF and kind (REQ, its answer, SIDR_REQ, the VF's REQ to another VF), the VF's oldest of that kind is forgotten first, 0 = no limit (default 4096)");
 
 #ifdef MLX4_IB_PVCM_TEST_HOOKS
 /*
@@ -495,6 +495,32 @@ static void pvcm_unindex(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 	pvcm_flags_set(e, 0, PVCM_F_INDEXED);
 }
 
+/*
+ * The pending FIFO of @s that @e belongs on: entries their VF's REQ to
+ * another VF of this master may still be answered for have one of their
+ * own (see pvcm_loop_route()).
+ */
+static struct list_head *pvcm_pending_list(struct mlx4_ib_pvcm *pv,
+					   struct mlx4_ib_pvcm_slave *s,
+					   const struct pvcm_entry *e)
+{
+	lockdep_assert_held(&pv->lock);
+	return e->flags & PVCM_F_ROUTED ? &s->loop : &s->pending;
+}
+
+/*
+ * @e's REQ may no longer be answered through it: forget that, and leave
+ * the entry wherever it is (the caller moves it off the loop FIFO).
+ */
+static void pvcm_unroute(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
+{
+	lockdep_assert_held(&pv->lock);
+	if (!(e->flags & PVCM_F_ROUTED))
+		return;
+	pvcm_flags_set(e, 0, PVCM_F_ROUTED);
+	pvcm_slave(pv, e)->nr_loop--;
+}
+
 /* lifecycle event: a connection message passed, push the idle deadline */
 static void pvcm_ev_refresh(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 {
@@ -502,7 +528,7 @@ static void pvcm_ev_refresh(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 	if (e->state != PVCM_PENDING)
 		return;
 	WRITE_ONCE(e->deadline, (u32)jiffies + pvcm_pending_jiffies());
-	list_move_tail(&e->link, &pvcm_slave(pv, e)->pending);
+	list_move_tail(&e->link, pvcm_pending_list(pv, pvcm_slave(pv, e), e));
 	pvcm_arm(pv, e->deadline);
 }
 
@@ -554,6 +580,7 @@ static void pvcm_ev_establish(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 	}
 	if (e->state != PVCM_PENDING)
 		return;
+	pvcm_unroute(pv, e);
 	WRITE_ONCE(e->state, PVCM_ESTABLISHED);
 	list_move_tail(&e->link, &pvcm_slave(pv, e)->established);
 }
@@ -575,6 +602,7 @@ static void pvcm_release(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 		pvcm_flags_set(e, 0, PVCM_F_IDLE);
 	if (e->state == PVCM_DEAD || e->state == PVCM_TIMEWAIT)
 		return;
+	pvcm_unroute(pv, e);
 	s->nr_live--;
 	s->nr_timewait++;
 	WRITE_ONCE(e->state, PVCM_TIMEWAIT);
@@ -614,6 +642,7 @@ static void pvcm_final(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
 
 	lockdep_assert_held(&pv->lock);
 	list_del(&e->link);
+	pvcm_unroute(pv, e);
 	pvcm_unindex(pv, e);
 	xa_erase(&pv->pv_ids, pvcm_index(pv, e->pv_cm_id));
 	if (pvcm_before_reset(s, e))
@@ -657,6 +686,7 @@ pvcm_entry_new(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id, u32 peer,
 	e->remote_id = peer;
 	e->sidr = sidr;
 	e->flags = 0;
+	e->loop_slave = 0;
 	refcount_set(&e->ref, 1);	/* the map's */
 
 	/*
@@ -688,20 +718,172 @@ VISIBLE_IF_PVCM_TEST void pvcm_entry_abort(struct mlx4_ib_pvcm *pv,
 	pvcm_put(e);
 }
 
+/**
+ * DOC: VF-to-VF requests
+ *
+ * A VF's REQ to another VF of this master (its destination GID is that
+ * VF's) comes back in through the demux handler.  A REQ from the wire
+ * gets two routes there, charged to the VF it goes to: one so that only
+ * that VF may answer it, one so that a REJ(timeout) of it can be routed.
+ * Charged to the target, a REQ flood from one VF would push out the
+ * routes another VF needs for its answers; as routes charged to the
+ * sender, two allocations and two inserts into pv->routes cost more than
+ * the rest of the REQ.
+ *
+ * The sender's entry carries both instead, found by the REQ's comm id,
+ * its pv_cm_id.  The REQ that creates the entry sets PVCM_F_LOOP (with
+ * PVCM_F_LOOP_PORT2) and @loop_slave, which never change: the demux
+ * takes a REQ with that comm id, to that VF on that port, for the
+ * sender's and charges nobody.  PVCM_F_ROUTED lets the target answer:
+ * the entry is then on its slave's loop FIFO, counted in nr_loop against
+ * pvcm_max_routes.  That ends when the target answers, when the REQ
+ * fails the target's partition check, when the entry leaves pending, and
+ * for the sender's oldest when it is at its limit; a retry of a REQ that
+ * no answer came back for brings it back.  A REJ(timeout) that matches
+ * no route goes to the target only while the entry knows no peer: once
+ * an answer came back, the REQ did not time out, and a stranger that
+ * guessed the pv_cm_id cannot end the connection that way.
+ *
+ * A REQ its entry cannot carry, because the VF uses that id for something
+ * else (a SIDR_REQ, a REQ to the wire, to another VF or on the other
+ * port, an answer), is dropped at the multiplex with -EEXIST and counted
+ * for the VF: ib_cm gives every REQ an id of its own, and let through,
+ * the demux would take it for a REQ from the wire and charge its routes
+ * to the target.
+ *
+ * The multiplex handler finds the target by the REQ's GID on the port
+ * the REQ leaves by, as the demux handler does on that port.  A REQ to a
+ * VF's GID of the other port, when both ports share a subnet, and any
+ * REQ on RoCE (no GID tells the multiplex handler the target) reach the
+ * demux handler as REQs from the wire and cost the target, as before
+ * the sender's entry carried them.
+ */
+
+/**
+ * struct pvcm_loop - where a VF's REQ goes, if to another VF of this master
+ * @flags: PVCM_F_LOOP, with PVCM_F_LOOP_PORT2 on port 2; 0 when the MAD is
+ *	no REQ to such a VF
+ * @slave: the VF it goes to
+ */
+struct pvcm_loop {
+	u8 flags;
+	u8 slave;
+};
+
+/*
+ * The VF @e's REQ went to on @port if @e has the flags @need (PVCM_F_LOOP,
+ * or that and PVCM_F_ROUTED), else -1.  Without pv->lock, the caller
+ * has checked that @e is published.
+ */
+static int pvcm_loop_target(const struct pvcm_entry *e, int port, u8 need)
+{
+	u8 flags = READ_ONCE(e->flags);
+	u8 port2 = port == 2 ? PVCM_F_LOOP_PORT2 : 0;
+
+	need |= PVCM_F_LOOP;
+	if ((flags & need) != need || (flags & PVCM_F_LOOP_PORT2) != port2)
+		return -1;
+	return READ_ONCE(e->loop_slave);
+}
+
+/*
+ * May the VF's MAD that goes to @loop use @e, published?  Any MAD that is
+ * no REQ to another VF may; such a REQ only if @e carries its routes.
+ */
+static bool pvcm_loop_carries(const struct pvcm_entry *e,
+			      const struct pvcm_loop *loop)
+{
+	u8 mask = PVCM_F_LOOP | PVCM_F_LOOP_PORT2;
+
+	return !loop->flags ||
+	       ((READ_ONCE(e->flags) & mask) == loop->flags &&
+		READ_ONCE(e->loop_slave) == loop->slave);
+}
+
 /*
  * A concurrent creator's live entry @old holds (slave, sl_cm_id): it
  * answers for the new MAD too if that names the same peer.
  */
 static int pvcm_join_live(struct mlx4_ib_pvcm *pv, struct pvcm_entry *old,
-			  u32 peer, bool sidr, u8 ev, u32 *pv_cm_id)
+			  u32 peer, bool sidr, const struct pvcm_loop *loop,
+			  u8 ev, u32 *pv_cm_id)
 {
 	lockdep_assert_held(&pv->lock);
+	if (!pvcm_loop_carries(old, loop))
+		return -EEXIST;	/* the id is in use for something else */
 	if (!pvcm_note_out(old, peer, sidr))
 		return -EPERM;	/* it answers another requester */
 	*pv_cm_id = old->pv_cm_id;
 	if (pvcm_event_needed(old, ev))
 		pvcm_event_locked(pv, old, ev);
 	return 0;
+}
+
+/*
+ * Put @e, whose REQ its target may no longer answer, from the loop FIFO to
+ * the pending FIFO of its slave.  That stays in deadline order: the entry
+ * keeps its deadline unless the youngest there is younger, whose
+ * deadline it then takes.  It lives longer, never shorter, and at most
+ * one pending timeout longer than without the move: the youngest's
+ * deadline is at most that far away.  During a clean's walk of the
+ * pending FIFO the entries it set aside go back before this one, younger
+ * or not: its expiry waits for theirs, one pending timeout at most.
+ */
+static void pvcm_loop_drop(struct mlx4_ib_pvcm *pv, struct pvcm_entry *e)
+{
+	struct mlx4_ib_pvcm_slave *s = pvcm_slave(pv, e);
+	struct pvcm_entry *last;
+
+	lockdep_assert_held(&pv->lock);
+	pvcm_unroute(pv, e);
+	if (!list_empty(&s->pending)) {
+		last = list_last_entry(&s->pending, struct pvcm_entry, link);
+		if ((s32)(last->deadline - e->deadline) > 0)
+			WRITE_ONCE(e->deadline, last->deadline);
+	}
+	list_move_tail(&e->link, &s->pending);
+}
+
+/*
+ * Let @e's target answer its REQ, charged to @s, @e's slave.  At its limit
+ * the slave forgets its oldest such REQ, never another slave's, at most
+ * two per new one (as pvcm_route_room()).  The caller puts @e at the tail
+ * of @s->loop, with a deadline just set.
+ */
+static void pvcm_loop_route(struct mlx4_ib_pvcm *pv,
+			    struct mlx4_ib_pvcm_slave *s, struct pvcm_entry *e)
+{
+	unsigned int max = READ_ONCE(pvcm_max_routes), n;
+
+	lockdep_assert_held(&pv->lock);
+	for (n = 0; n < 2 && max && s->nr_loop >= max &&
+	     !list_empty(&s->loop); n++)
+		pvcm_loop_drop(pv, list_first_entry(&s->loop,
+						    struct pvcm_entry, link));
+	pvcm_flags_set(e, PVCM_F_ROUTED, 0);
+	s->nr_loop++;
+}
+
+/*
+ * The VF sent @e's REQ again, to the same VF on @port (@target): if that
+ * VF may no longer answer it and no answer came back yet, it may again,
+ * as when the REQ first went out.
+ */
+static noinline void pvcm_loop_again(struct mlx4_ib_pvcm *pv,
+				     struct pvcm_entry *e, int port, int target)
+{
+	struct mlx4_ib_pvcm_slave *s = pvcm_slave(pv, e);
+
+	spin_lock(&pv->lock);
+	if (e->state == PVCM_PENDING && !pvcm_stale(pv, e) &&
+	    !(e->flags & PVCM_F_ROUTED) && !READ_ONCE(e->remote_id) &&
+	    pvcm_loop_target(e, port, 0) == target) {
+		pvcm_loop_route(pv, s, e);
+		WRITE_ONCE(e->deadline, (u32)jiffies + pvcm_pending_jiffies());
+		list_move_tail(&e->link, &s->loop);
+		pvcm_arm(pv, e->deadline);
+	}
+	spin_unlock(&pv->lock);
 }
 
 /*
@@ -714,7 +896,9 @@ static void pvcm_publish_locked(struct mlx4_ib_pvcm *pv,
 {
 	lockdep_assert_held(&pv->lock);
 	pvcm_flags_set(e, PVCM_F_INDEXED, 0);
-	list_add_tail(&e->link, &s->pending);
+	if (e->flags & PVCM_F_LOOP)
+		pvcm_loop_route(pv, s, e);
+	list_add_tail(&e->link, pvcm_pending_list(pv, s, e));
 	s->nr_live++;
 	s->allocated++;
 	pvcm_arm(pv, e->deadline);
@@ -724,17 +908,21 @@ static void pvcm_publish_locked(struct mlx4_ib_pvcm *pv,
 
 /*
  * Create the entry for (slave, sl_cm_id) with the peer's comm id @peer
- * (0: not known yet) and the SIDR flag @sidr of the VF's MAD that creates
- * it, apply @ev to it under the same hold of pv->lock and return its id in
- * @pv_cm_id; the caller keeps no reference.  Both are set before the entry
- * is published: from then on a wire MAD that names the (predictable) id
- * is checked against them, and a stranger's REP would otherwise become the
- * peer.  An entry of a concurrent creator that is still live wins and
- * learns @peer and @sidr as from a later MAD; an entry on its way out is
- * replaced in the (slave, sl_cm_id) index only and keeps its release path.
+ * (0: not known yet), the SIDR flag @sidr and the VF of this master the
+ * REQ goes to @loop (pvcm_loop_of()) of the VF's MAD that creates it,
+ * apply @ev to it under the same hold of pv->lock and return its id in
+ * @pv_cm_id; the caller keeps no reference.  They are set
+ * before the entry is published: from then on a wire MAD that names the
+ * (predictable) id is checked against them, and a stranger's REP would
+ * otherwise become the peer.  An entry of a concurrent creator that is
+ * still live wins and learns @peer and @sidr as from a later MAD (its own
+ * REQ said where it goes); an entry on its way out is replaced in the
+ * (slave, sl_cm_id) index only and keeps its release path; a REQ to
+ * another VF joins it only if it carries the REQ's routes.
  */
 static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
-		       u32 peer, bool sidr, u8 ev, u32 *pv_cm_id)
+		       u32 peer, bool sidr, const struct pvcm_loop *loop,
+		       u8 ev, u32 *pv_cm_id)
 {
 	struct mlx4_ib_pvcm_slave *s = &pv->slaves[slave];
 	unsigned int cap = READ_ONCE(pvcm_max_per_vf);
@@ -757,6 +945,8 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	e->epoch = (u32)atomic_read(&s->epoch);
 	/* set before lookups can see it, in pending FIFO order */
 	e->deadline = (u32)jiffies + pvcm_pending_jiffies();
+	e->loop_slave = loop->slave;
+	pvcm_flags_set(e, loop->flags, 0);
 	if (pv->dying) {
 		ret = -ESHUTDOWN;
 		goto unlock;
@@ -777,7 +967,7 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 		goto unlock;
 	}
 	if (old && pvcm_live(pv, old)) {
-		ret = pvcm_join_live(pv, old, peer, sidr, ev, pv_cm_id);
+		ret = pvcm_join_live(pv, old, peer, sidr, loop, ev, pv_cm_id);
 		goto unlock;
 	}
 	if (old) {
@@ -873,88 +1063,69 @@ static void pvcm_route_link(struct mlx4_ib_pvcm *pv, struct pvcm_route *r)
 }
 
 /*
- * Remember (or refresh) that incoming requests went to @slave, one route
- * per key of @keys (at most two); @payer is charged for the new ones.
- * The routes are allocated first and go in under one hold of pv->lock,
- * each complete but for its place on the payer's list, which only
- * holders of the lock walk, before the insert makes it visible to
- * lookups.  One walk of its bucket finds the route of the key or inserts
- * the new one; at its limit the payer's oldest route goes after the
- * insert, which is never that oldest: the key was not in the table.
- * Return: 0 if every route was kept, else the error of the last one that
- * was not.
+ * Remember (or refresh) that an incoming request with @key went to
+ * @slave; @payer is charged for a new route.  The route is allocated
+ * first and goes in under one hold of pv->lock, complete but for its
+ * place on the payer's list, which only holders of the lock walk, before
+ * the insert makes it visible to lookups.  One walk of its bucket finds
+ * the route of the key or inserts the new one; at its limit the payer's
+ * oldest route goes after the insert, which is never that oldest: the
+ * key was not in the table.
  */
-static int pvcm_routes_note(struct mlx4_ib_pvcm *pv,
-			    const struct pvcm_route_key *keys, unsigned int n,
-			    int slave, int payer)
-{
-	struct pvcm_route *r[2] = {}, *old;
-	unsigned int i;
-	int ret = 0;
-
-	if (WARN_ON_ONCE(n > ARRAY_SIZE(r)))
-		return -EINVAL;
-	for (i = 0; i < n; i++) {
-		if (pvcm_fault()) {
-			ret = -ENOMEM;
-			continue;
-		}
-#ifdef HAVE_KMALLOC_OBJ
-		r[i] = kzalloc_obj(*r[i]);
-#else
-		r[i] = kzalloc(sizeof(*r[i]), GFP_KERNEL);
-#endif
-		if (!r[i]) {
-			ret = -ENOMEM;
-			continue;
-		}
-		r[i]->key = keys[i];
-		r[i]->slave = slave;
-	}
-
-	spin_lock(&pv->lock);
-	for (i = 0; i < n; i++) {
-		if (!r[i])
-			continue;
-		if (pv->dying) {
-			ret = -ESHUTDOWN;
-			continue;
-		}
-		pvcm_route_take(pv, r[i], payer);
-		old = rhashtable_lookup_get_insert_fast(&pv->routes,
-							&r[i]->hnode,
-							pvcm_route_params);
-		if (IS_ERR(old)) {
-			ret = PTR_ERR(old);
-			continue;
-		}
-		if (old) {
-			/* a repeated request; a REQ route may change hands */
-			list_del(&old->link);
-			WRITE_ONCE(old->slave, slave);
-			pv->slaves[old->payer].nr_routes[pvcm_route_list(old)]--;
-			pvcm_route_take(pv, old, old->payer);
-			pvcm_route_link(pv, old);
-			continue;
-		}
-		pvcm_route_room(pv, &pv->slaves[payer], pvcm_route_list(r[i]));
-		pvcm_route_link(pv, r[i]);
-		r[i] = NULL;	/* the table's now */
-	}
-	spin_unlock(&pv->lock);
-	for (i = 0; i < n; i++)
-		kfree(r[i]);
-	return ret;
-}
-
-/* pvcm_routes_note() of one route */
 static int pvcm_route_note(struct mlx4_ib_pvcm *pv,
 			   const struct pvcm_route_key *key, int slave,
 			   int payer)
 {
-	return pvcm_routes_note(pv, key, 1, slave, payer);
+	struct pvcm_route *r, *old;
+	int ret = 0;
+
+	if (pvcm_fault())
+		return -ENOMEM;
+#ifdef HAVE_KMALLOC_OBJ
+	r = kzalloc_obj(*r);
+#else
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+#endif
+	if (!r)
+		return -ENOMEM;
+	r->key = *key;
+	r->slave = slave;
+
+	spin_lock(&pv->lock);
+	if (pv->dying) {
+		ret = -ESHUTDOWN;
+		goto unlock;
+	}
+	pvcm_route_take(pv, r, payer);
+	old = rhashtable_lookup_get_insert_fast(&pv->routes, &r->hnode,
+						pvcm_route_params);
+	if (IS_ERR(old)) {
+		ret = PTR_ERR(old);
+		goto unlock;
+	}
+	if (old) {
+		/* a repeated request; a REQ route may change hands */
+		list_del(&old->link);
+		WRITE_ONCE(old->slave, slave);
+		pv->slaves[old->payer].nr_routes[pvcm_route_list(old)]--;
+		pvcm_route_take(pv, old, old->payer);
+		pvcm_route_link(pv, old);
+		goto unlock;
+	}
+	pvcm_route_room(pv, &pv->slaves[payer], pvcm_route_list(r));
+	pvcm_route_link(pv, r);
+	r = NULL;	/* the table's now */
+unlock:
+	spin_unlock(&pv->lock);
+	kfree(r);
+	return ret;
 }
 
+/*
+ * The slave a REJ(timeout) from @comm_id, whose remote id names nothing,
+ * goes to: the one its REQ's route names, or the target of a VF's REQ to
+ * another VF that no answer came back for; else -ENOENT.
+ */
 VISIBLE_IF_PVCM_TEST int
 pvcm_route_lookup(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
 		  __be64 ca_guid)
@@ -962,20 +1133,45 @@ pvcm_route_lookup(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
 	struct pvcm_route_key key = {
 		.ca_guid = ca_guid, .comm_id = comm_id, .port = port,
 	};
+	struct pvcm_entry *e;
 	struct pvcm_route *r;
 	int slave = -ENOENT;
 
 	rcu_read_lock();
 	r = rhashtable_lookup(&pv->routes, &key, pvcm_route_params);
-	if (r)
+	if (r) {
 		slave = READ_ONCE(r->slave);
+	} else {
+		/* a REQ of one of this master's VFs to another, unanswered */
+		e = pvcm_find_pv(pv, comm_id);
+		if (e && pvcm_usable(pv, e) && !READ_ONCE(e->remote_id))
+			slave = pvcm_loop_target(e, port, 0);
+		if (slave < 0)
+			slave = -ENOENT;
+	}
 	rcu_read_unlock();
 	return slave;
 }
 
 /*
+ * The entry of a REQ of this master's, from @comm_id, that @slave may
+ * answer on @port (see pvcm_loop_route()), or NULL.
+ */
+static struct pvcm_entry *pvcm_loop_find(struct mlx4_ib_pvcm *pv, int port,
+					 u32 comm_id, int slave)
+{
+	struct pvcm_entry *e = pvcm_find_pv(pv, comm_id);
+
+	if (e && pvcm_usable(pv, e) &&
+	    pvcm_loop_target(e, port, PVCM_F_ROUTED) == slave)
+		return e;
+	return NULL;
+}
+
+/*
  * The answer to the REQ from @comm_id made @slave's entry learn its peer:
- * from now on the entry checks the VF's answers, and the route can go.
+ * from now on the entry checks the VF's answers, and the route can go
+ * (or the REQ did not reach @slave, which may not answer it then).
  */
 static noinline void pvcm_route_forget(struct mlx4_ib_pvcm *pv, int port,
 				       u32 comm_id, int slave)
@@ -984,13 +1180,21 @@ static noinline void pvcm_route_forget(struct mlx4_ib_pvcm *pv, int port,
 		.comm_id = comm_id, .port = port, .kind = PVCM_ROUTE_ANSWER,
 		.slave = slave,
 	};
+	struct pvcm_entry *e;
 	struct pvcm_route *r;
 
+	rcu_read_lock();
 	spin_lock(&pv->lock);
-	r = rhashtable_lookup_fast(&pv->routes, &key, pvcm_route_params);
-	if (r)
-		pvcm_route_free(pv, r);
+	e = pvcm_loop_find(pv, port, comm_id, slave);
+	if (e) {
+		pvcm_loop_drop(pv, e);
+	} else {
+		r = rhashtable_lookup(&pv->routes, &key, pvcm_route_params);
+		if (r)
+			pvcm_route_free(pv, r);
+	}
 	spin_unlock(&pv->lock);
+	rcu_read_unlock();
 }
 
 /*
@@ -1009,7 +1213,8 @@ pvcm_req_delivered(struct mlx4_ib_pvcm *pv, int port, u32 comm_id, int slave)
 	bool found;
 
 	rcu_read_lock();
-	found = rhashtable_lookup(&pv->routes, &key, pvcm_route_params);
+	found = pvcm_loop_find(pv, port, comm_id, slave) ||
+		rhashtable_lookup(&pv->routes, &key, pvcm_route_params);
 	rcu_read_unlock();
 	return found;
 }
@@ -1036,18 +1241,21 @@ static noinline bool pvcm_sidr_delivered(struct mlx4_ib_pvcm *pv, u32 req_id,
 static bool pvcm_reap_slave(struct mlx4_ib_pvcm *pv,
 			    struct mlx4_ib_pvcm_slave *s, u32 now)
 {
+	struct list_head *pending[] = { &s->loop, &s->pending };
 	struct pvcm_route *r, *rtmp;
 	struct pvcm_entry *e, *tmp;
 	unsigned int i, n = 0;
 
 	lockdep_assert_held(&pv->lock);
-	list_for_each_entry_safe(e, tmp, &s->pending, link) {
-		if (!pvcm_due(e->deadline, now))
-			break;
-		if (n++ == PVCM_BATCH)
-			return false;
-		pvcm_flags_set(e, PVCM_F_IDLE, 0);
-		pvcm_release(pv, e);
+	for (i = 0; i < ARRAY_SIZE(pending); i++) {
+		list_for_each_entry_safe(e, tmp, pending[i], link) {
+			if (!pvcm_due(e->deadline, now))
+				break;
+			if (n++ == PVCM_BATCH)
+				return false;
+			pvcm_flags_set(e, PVCM_F_IDLE, 0);
+			pvcm_release(pv, e);
+		}
 	}
 	list_for_each_entry_safe(e, tmp, &s->timewait, link) {
 		if (!pvcm_due(e->deadline, now))
@@ -1065,9 +1273,12 @@ static bool pvcm_reap_slave(struct mlx4_ib_pvcm *pv,
 			pvcm_route_free(pv, r);
 		}
 	}
-	e = list_first_entry_or_null(&s->pending, struct pvcm_entry, link);
-	if (e)
-		pvcm_arm(pv, e->deadline);
+	for (i = 0; i < ARRAY_SIZE(pending); i++) {
+		e = list_first_entry_or_null(pending[i], struct pvcm_entry,
+					     link);
+		if (e)
+			pvcm_arm(pv, e->deadline);
+	}
 	e = list_first_entry_or_null(&s->timewait, struct pvcm_entry, link);
 	if (e)
 		pvcm_arm(pv, e->deadline);
@@ -1224,12 +1435,19 @@ static void pvcm_clean_routes(struct mlx4_ib_pvcm *pv,
 
 /*
  * Release every entry of @slave older than its current epoch.  A stale
- * entry only moves by its release, so one pass over each list finds all.
+ * entry only moves by its release, so one pass over each list finds all;
+ * but for one move: from the loop FIFO to the pending one, when the REQ
+ * is answered or pushed out (pvcm_loop_drop()), and the pending FIFO is
+ * walked after.  While a list is walked its entries are off it, between
+ * batches too: a REQ of the slave's new epoch then finds the loop FIFO
+ * short of them, and the slave's limit of routes may be passed by at
+ * most their number until the walk has released the stale ones.
  */
 static void pvcm_clean_slave(struct mlx4_ib_pvcm *pv, int slave)
 {
 	struct mlx4_ib_pvcm_slave *s = &pv->slaves[slave];
 
+	pvcm_clean_list(pv, s, &s->loop, false, true);
 	pvcm_clean_list(pv, s, &s->pending, false, true);
 	pvcm_clean_list(pv, s, &s->established, false, false);
 	pvcm_clean_list(pv, s, &s->timewait, true, true);
@@ -1498,7 +1716,8 @@ static inline bool pvcm_note_out(struct pvcm_entry *e, u32 peer, bool sidr)
  */
 static noinline int pvcm_out_create(struct mlx4_ib_pvcm *pv, int port,
 				    u32 slave, u32 sl_cm_id, struct ib_mad *mad,
-				    u8 ev, bool answers, u32 peer)
+				    u8 ev, bool answers, u32 peer,
+				    const struct pvcm_loop *loop)
 {
 	int ret, routed;
 	u32 pv_cm_id;
@@ -1507,8 +1726,8 @@ static noinline int pvcm_out_create(struct mlx4_ib_pvcm *pv, int port,
 	routed = pvcm_check_answer(pv, port, slave, NULL, answers, peer);
 	if (routed < 0)
 		return routed;
-	ret = pvcm_create(pv, slave, sl_cm_id, peer, pvcm_out_sidr(mad), ev,
-			  &pv_cm_id);
+	ret = pvcm_create(pv, slave, sl_cm_id, peer, pvcm_out_sidr(mad), loop,
+			  ev, &pv_cm_id);
 	if (ret)
 		return ret;
 	pvcm_set_first(mad, pv_cm_id);
@@ -1523,13 +1742,16 @@ static noinline int pvcm_out_create(struct mlx4_ib_pvcm *pv, int port,
  * Rewrite the VF's local id (sl_cm_id) of @mad to the pv_cm_id of
  * (@slave, sl_cm_id) and apply @ev.  An existing entry is used inside RCU;
  * with PVCM_MAP_CREATE in @flags a missing one is made (outside RCU:
- * creating may sleep).  No reference is taken either way.
+ * creating may sleep).  No reference is taken either way.  @loop: where
+ * the MAD goes if it is a REQ to a VF of this master (pvcm_loop_of()).
  * Return: 0, -ENOENT if there is no entry to use and none is to be made,
- * -EPERM for an answer to a REQ the VF did not get, or the error of the
+ * -EPERM for an answer to a REQ the VF did not get, -EEXIST for a REQ to
+ * another VF on an id in use for something else, or the error of the
  * creation.
  */
 static int pvcm_out_map(struct mlx4_ib_pvcm *pv, int port, u32 slave,
-			struct ib_mad *mad, u8 ev, unsigned int flags)
+			struct ib_mad *mad, u8 ev, unsigned int flags,
+			const struct pvcm_loop *loop)
 {
 	bool answers = pvcm_answers_req(mad);
 	u32 peer = pvcm_out_peer(mad, answers);
@@ -1545,15 +1767,20 @@ static int pvcm_out_map(struct mlx4_ib_pvcm *pv, int port, u32 slave,
 		if (!(flags & PVCM_MAP_CREATE))
 			return -ENOENT;
 		routed = pvcm_out_create(pv, port, slave, sl_cm_id, mad, ev,
-					 answers, peer);
+					 answers, peer, loop);
 		goto out;
 	}
-	routed = pvcm_check_answer(pv, port, slave, e, answers, peer);
+	if (unlikely(!pvcm_loop_carries(e, loop)))
+		routed = -EEXIST;
+	else
+		routed = pvcm_check_answer(pv, port, slave, e, answers, peer);
 	if (routed >= 0 && !pvcm_note_out(e, peer, pvcm_out_sidr(mad)))
 		routed = -EPERM;
 	if (routed >= 0) {
 		pvcm_set_first(mad, e->pv_cm_id);
 		pvcm_event(pv, e, ev);
+		if (unlikely(loop->flags) && !pvcm_flag(e, PVCM_F_ROUTED))
+			pvcm_loop_again(pv, e, port, loop->slave);
 	}
 	rcu_read_unlock();
 out:
@@ -1566,35 +1793,32 @@ out:
 
 #define PVCM_NOT_ASKED	"answers a REQ this VF did not get"
 #define PVCM_NOT_MEMBER	"slave not in the MAD's partition"
+#define PVCM_ID_IN_USE	"REQ to a VF on an id in use"
 
 /*
- * A VF's REQ to another VF of this master comes back in through the demux
- * handler, which would charge its routes to the target.  Remember them
- * now, as the sender's: a REQ flood from one VF then pushes out its own
- * routes, not its target's, and the demux only refreshes them.  A node on
- * the wire cannot make a route the sender's: a repeated request keeps the
- * payer it has.  Without memory the demux makes them, charged to the
- * target.  The target is found by the REQ's GID as the demux finds it
- * (IB); on RoCE the master cannot tell here.
+ * Where a VF's REQ goes, if to a VF of this master (see DOC: VF-to-VF
+ * requests); flags 0 if not.  The target is found by the REQ's GID as
+ * the demux finds it (IB); on RoCE the master cannot tell here, and the
+ * demux charges the REQ's routes to the target as for a REQ from the
+ * wire.
  */
-static noinline void pvcm_note_loopback(struct mlx4_ib_dev *dev, int port,
-					int slave, const struct ib_mad *mad)
+static noinline struct pvcm_loop pvcm_loop_of(struct mlx4_ib_dev *dev,
+					      int port,
+					      const struct ib_mad *mad)
 {
-	u32 comm_id = pvcm_get_first(mad);
-	struct pvcm_route_key keys[2] = {
-		{ .ca_guid = pvcm_req_guid(mad), .comm_id = comm_id,
-		  .port = port },
-		{ .comm_id = comm_id, .port = port,
-		  .kind = PVCM_ROUTE_ANSWER },
-	};
+	struct pvcm_loop loop = {};
 	int s;
 
+	BUILD_BUG_ON(MLX4_MFUNC_MAX > 256);	/* a u8 in the entry */
+	if (port != 1 && port != 2)
+		return loop;
 	s = mlx4_ib_find_real_gid(&dev->ib_dev, port,
 				  pvcm_req_dest_if_id(mad));
 	if (s < 0 || s >= MLX4_MFUNC_MAX)
-		return;
-	keys[1].slave = s;
-	pvcm_routes_note(&dev->sriov.pvcm, keys, ARRAY_SIZE(keys), s, slave);
+		return loop;
+	loop.flags = PVCM_F_LOOP | (port == 2 ? PVCM_F_LOOP_PORT2 : 0);
+	loop.slave = s;
+	return loop;
 }
 
 VISIBLE_IF_PVCM_TEST int
@@ -1604,6 +1828,7 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 	struct mlx4_ib_pvcm *pv = &dev->sriov.pvcm;
 	const struct pvcm_policy *pol;
 	unsigned int flags = 0;
+	struct pvcm_loop loop = {};
 	u32 peer;
 	int ret;
 
@@ -1631,14 +1856,16 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 		/* an MRA of a REP or LAP needs the connection it delays */
 		if (!pvcm_is_attr(mad, CM_MRA_ATTR_ID) || pvcm_answers_req(mad))
 			flags = PVCM_MAP_CREATE;
-		ret = pvcm_out_map(pv, port, slave, mad, pol->out_ev, flags);
+		if (pvcm_is_attr(mad, CM_REQ_ATTR_ID))
+			loop = pvcm_loop_of(dev, port, mad);
+		ret = pvcm_out_map(pv, port, slave, mad, pol->out_ev, flags,
+				   &loop);
 		if (ret)
 			return pvcm_drop(dev, slave, ret, mad,
 					 ret == -EDQUOT ? "over the per-VF cap" :
 					 ret == -EPERM ? PVCM_NOT_ASKED :
+					 ret == -EEXIST ? PVCM_ID_IN_USE :
 					 "cannot map");
-		if (pvcm_is_attr(mad, CM_REQ_ATTR_ID))
-			pvcm_note_loopback(dev, port, slave, mad);
 		return 0;
 	case PVCM_OUT_REJ:
 		/*
@@ -1649,7 +1876,7 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 		 * peer knows a pv_cm_id for it, a new one would route nothing.
 		 */
 		ret = pvcm_out_map(pv, port, slave, mad, pol->out_ev,
-				   PVCM_MAP_TIMEWAIT);
+				   PVCM_MAP_TIMEWAIT, &loop);
 		if (ret == -ENOENT && !pvcm_rej_timeout(mad)) {
 			if (!pvcm_rej_of_req(mad))
 				return pvcm_drop(dev, slave, ret, mad,
@@ -1671,12 +1898,34 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 		return 0;
 	default:
 		ret = pvcm_out_map(pv, port, slave, mad, pol->out_ev,
-				   PVCM_MAP_TIMEWAIT);
+				   PVCM_MAP_TIMEWAIT, &loop);
 		if (ret)
 			return pvcm_drop(dev, slave, ret, mad,
 					 "unknown local id");
 		return 0;
 	}
+}
+
+/*
+ * Is the REQ from @comm_id one a VF of this master sent to @slave on
+ * @port?  Its entry then carries its routes (pvcm_loop_route()), also when
+ * @slave may not answer it any more: the sender's newer REQs pushed it
+ * out, and the sender's retry brings it back; a route charged to @slave
+ * instead would let one VF's flood push out another's routes.  A wire
+ * REQ with the same comm id, to the same VF, is taken for it.
+ */
+static bool pvcm_loop_req(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
+			  int slave)
+{
+	struct pvcm_entry *e;
+	bool loop;
+
+	rcu_read_lock();
+	e = pvcm_find_pv(pv, comm_id);
+	loop = e && pvcm_usable(pv, e) &&
+	       pvcm_loop_target(e, port, 0) == slave;
+	rcu_read_unlock();
+	return loop;
 }
 
 static noinline int pvcm_demux_new(struct mlx4_ib_dev *dev, int port,
@@ -1719,12 +1968,16 @@ static noinline int pvcm_demux_new(struct mlx4_ib_dev *dev, int port,
 					 "no slave owns the GID");
 	}
 	if (!mlx4_ib_slave_has_pkey(dev, s, port, pkey_index)) {
-		/* the multiplex of a VF's REQ to it noted this route first */
+		/* a VF's REQ to it could be answered from its multiplex on */
 		pvcm_route_forget(pv, port, comm_id, s);
 		return pvcm_drop(dev, -1, -EPERM, mad, PVCM_NOT_MEMBER);
 	}
-	if (!fixed) {
+	if (!fixed)
 		*slave = s;
+	/* a REQ of a VF of this master: its entry carries the routes */
+	if (pvcm_loop_req(pv, port, comm_id, s))
+		return 0;
+	if (!fixed) {
 		key.ca_guid = pvcm_req_guid(mad);
 		key.comm_id = comm_id;
 		key.port = port;
@@ -1974,6 +2227,7 @@ static void pvcm_slave_stats(struct mlx4_ib_pvcm *pv, int slave,
 	st->timewait += s->nr_timewait;
 	st->allocated += s->allocated;
 	st->freed += s->freed;
+	st->routes += s->nr_loop;
 	for (i = 0; i < PVCM_ROUTE_LISTS; i++)
 		st->routes += s->nr_routes[i];
 	st->dropped += atomic_long_read(&s->dropped);
@@ -2139,6 +2393,7 @@ void mlx4_ib_cm_paravirt_init(struct mlx4_ib_dev *dev)
 		INIT_LIST_HEAD(&pv->slaves[i].pending);
 		INIT_LIST_HEAD(&pv->slaves[i].established);
 		INIT_LIST_HEAD(&pv->slaves[i].timewait);
+		INIT_LIST_HEAD(&pv->slaves[i].loop);
 		for (j = 0; j < PVCM_ROUTE_LISTS; j++)
 			INIT_LIST_HEAD(&pv->slaves[i].routes[j]);
 	}
@@ -2167,7 +2422,7 @@ err:
 static bool pvcm_teardown_batch(struct mlx4_ib_pvcm *pv,
 				struct mlx4_ib_pvcm_slave *s)
 {
-	struct list_head *lists[] = { &s->pending, &s->established,
+	struct list_head *lists[] = { &s->loop, &s->pending, &s->established,
 				      &s->timewait };
 	struct pvcm_route *r;
 	unsigned int i, n = 0;

@@ -30,14 +30,19 @@ struct mlx4_ib_dev;
 /**
  * struct mlx4_ib_pvcm_slave - per-VF part of the PV-CM id cache
  * @pending: entries whose connection is not established yet, oldest
- *	deadline first; they are released when the deadline passes
+ *	deadline first, but those on @loop; they are released when the
+ *	deadline passes
  * @established: entries of established connections (no deadline)
  * @timewait: released entries, oldest deadline first; freed at the deadline
+ * @loop: pending entries whose REQ went to another VF of this master
+ *	and may still be answered by it (PVCM_F_ROUTED), oldest deadline
+ *	first; the oldest is forgotten when @nr_loop is at pvcm_max_routes
  * @routes: the routes this VF pays for, oldest deadline first, one FIFO
  *	per list (see pvcm_route_list()); the oldest of a FIFO goes when it
  *	is at pvcm_max_routes
- * @nr_live: entries on @pending and @established
+ * @nr_live: entries on @pending, @loop and @established
  * @nr_timewait: entries on @timewait
+ * @nr_loop: entries on @loop
  * @nr_routes: routes on each of @routes
  * @nr_reset: entries on @timewait from before the last clean (of an epoch
  *	older than @reset_epoch); they do not count against the cap
@@ -56,9 +61,11 @@ struct mlx4_ib_pvcm_slave {
 	struct list_head pending;
 	struct list_head established;
 	struct list_head timewait;
+	struct list_head loop;
 	struct list_head routes[PVCM_ROUTE_LISTS];
 	u32 nr_live;
 	u32 nr_timewait;
+	u32 nr_loop;
 	u32 nr_routes[PVCM_ROUTE_LISTS];
 	u32 nr_reset;
 	u32 reset_epoch;
@@ -88,7 +95,9 @@ struct mlx4_ib_pvcm_slave {
  *	id, remote CA GUID) -> slave, so that a REJ(timeout) without a
  *	remote id can be routed, and (port, remote comm id, slave), so that
  *	only that slave may answer it; per incoming SIDR_REQ, (request id,
- *	slave).  Read under RCU; each route is on its slave's @routes list
+ *	slave).  Read under RCU; each route is on its slave's @routes list.
+ *	A REQ from a VF of this master has none: its entry carries both
+ *	(PVCM_F_LOOP)
  * @bad_cleans: clean requests for a slave number out of range (atomic)
  * @slaves: MLX4_MFUNC_MAX per-slave structures
  * @reaper: the one delayed work that expires entries and routes
@@ -133,7 +142,8 @@ int mlx4_ib_pvcm_lookup(struct mlx4_ib_dev *dev, u32 pv_cm_id, int *slave,
  * @dropped: MADs dropped (malformed, unknown id, over cap, no memory)
  * @cap_hits: MADs dropped because a slave hit its cap
  * @routes: remembered requests (REQ and SIDR_REQ routes) charged to the
- *	VF: those delivered to it, or sent by it to another VF
+ *	VF: those delivered to it, and its REQs to another VF that VF may
+ *	still answer
  */
 struct mlx4_ib_pvcm_stats {
 	u64 live;

@@ -296,6 +296,7 @@ static bool f_errno_ok(int ret)
 	case -EINVAL:
 	case -ENOENT:
 	case -EPERM:
+	case -EEXIST:
 	case -EDQUOT:
 	case -ENOMEM:
 		return true;
@@ -1388,7 +1389,8 @@ static void f_clean(void)
 /* ---- the cache's own consistency ------------------------------------------ */
 
 static void f_audit_list(struct list_head *list, u8 state, u32 slave,
-			 bool fifo, u32 *count, unsigned long *indexed)
+			 bool fifo, bool routed, u32 *count,
+			 unsigned long *indexed)
 {
 	struct pvcm_entry *e;
 	bool first = true;
@@ -1402,6 +1404,10 @@ static void f_audit_list(struct list_head *list, u8 state, u32 slave,
 			e->pv_cm_id, e->key.slave, e->state, slave, state);
 		F_CHECK(xa_load(&t_pv->pv_ids, pvcm_index(t_pv, e->pv_cm_id)) == e,
 			"entry 0x%x not at its index", e->pv_cm_id);
+		F_CHECK(!!(e->flags & PVCM_F_ROUTED) == routed,
+			"entry 0x%x of slave %u state %u, flags %#x, on a list %s the loop FIFO",
+			e->pv_cm_id, slave, state, e->flags,
+			routed ? "that is" : "other than");
 		if (e->flags & PVCM_F_INDEXED) {
 			(*indexed)++;
 			F_CHECK(rhashtable_lookup_fast(&t_pv->sl_ids, &e->key,
@@ -1425,7 +1431,7 @@ static void f_audit(void)
 	struct mlx4_ib_pvcm_slave *s;
 	struct pvcm_route *r;
 	struct pvcm_entry *x;
-	u32 live, tw, nr, nl, prev;
+	u32 live, tw, nr, nl, prev, loop;
 	unsigned int j;
 	int i;
 
@@ -1437,10 +1443,18 @@ static void f_audit(void)
 		live = 0;
 		tw = 0;
 		nr = 0;
-		f_audit_list(&s->pending, PVCM_PENDING, i, true, &live, &indexed);
-		f_audit_list(&s->established, PVCM_ESTABLISHED, i, false, &live,
+		loop = 0;
+		f_audit_list(&s->pending, PVCM_PENDING, i, true, false, &live,
 			     &indexed);
-		f_audit_list(&s->timewait, PVCM_TIMEWAIT, i, true, &tw, &indexed);
+		f_audit_list(&s->loop, PVCM_PENDING, i, true, true, &loop,
+			     &indexed);
+		f_audit_list(&s->established, PVCM_ESTABLISHED, i, false,
+			     false, &live, &indexed);
+		f_audit_list(&s->timewait, PVCM_TIMEWAIT, i, true, false, &tw,
+			     &indexed);
+		F_CHECK(loop == s->nr_loop, "slave %d loop FIFO holds %u, counter %u",
+			i, loop, s->nr_loop);
+		live += loop;
 		for (j = 0; j < PVCM_ROUTE_LISTS; j++) {
 			prev = 0;
 			nl = 0;
@@ -1535,6 +1549,7 @@ static void f_reap(bool all)
 	for (i = 0; i < MLX4_MFUNC_MAX; i++) {
 		s = &t_pv->slaves[i];
 		f_expire_list(&s->pending, now, all);
+		f_expire_list(&s->loop, now, all);
 		f_expire_list(&s->timewait, now, all);
 		for (j = 0; j < PVCM_ROUTE_LISTS; j++)
 			f_expire_routes(&s->routes[j], now, all);

@@ -63,9 +63,9 @@ struct pvcm_key {
  * remote id), else later by cmpxchg() from the VF's MADs or from the
  * peer's REP, and read with READ_ONCE().  @sidr is set before the entry
  * is published when a SIDR_REQ creates it, so before any wire MAD can
- * find it.  @flags (PVCM_F_*) are written before the entry is published
- * or under pv->lock, and read with READ_ONCE() without it.  56 bytes on
- * 64-bit.
+ * find it.  @flags (PVCM_F_*) and @loop_slave are written before the
+ * entry is published or under pv->lock, and read with READ_ONCE()
+ * without it.  56 bytes on 64-bit.
  */
 struct pvcm_entry {
 	struct rhash_head hnode;
@@ -82,11 +82,26 @@ struct pvcm_entry {
 	u8 state;
 	u8 sidr;		/* made by a SIDR_REQ, not a connection */
 	u8 flags;
+	u8 loop_slave;		/* with PVCM_F_LOOP: the VF the REQ went to */
 };
 
 /* &struct pvcm_entry.flags */
 #define PVCM_F_INDEXED		BIT(0)	/* the entry is the one in pv->sl_ids */
 #define PVCM_F_IDLE		BIT(1)	/* in TimeWait because it expired idle */
+/*
+ * The VF's REQ that created the entry went to another VF of this master,
+ * @loop_slave, on port 2 (PVCM_F_LOOP_PORT2) or port 1: the entry carries
+ * what the routes of a REQ from the wire carry (see "VF-to-VF requests"
+ * in cm.c).  Set with @loop_slave before the entry is published, never
+ * changed.
+ */
+#define PVCM_F_LOOP		BIT(2)
+#define PVCM_F_LOOP_PORT2	BIT(3)
+/*
+ * @loop_slave may answer the REQ: the entry is on its slave's loop FIFO
+ * and counted in its nr_loop.  Set and cleared under pv->lock.
+ */
+#define PVCM_F_ROUTED		BIT(4)
 
 static inline bool pvcm_flag(const struct pvcm_entry *e, u8 flag)
 {
@@ -183,11 +198,11 @@ struct pvcm_route_key {
 /*
  * Where an incoming REQ or SIDR_REQ went (@slave).  @payer owns the route:
  * it is on that slave's list and counts against its pvcm_max_routes.  The
- * payer is the slave the request went to, or, for a REQ from one VF of
- * this master to another, the sender (pvcm_note_loopback()); a repeated
- * request keeps the payer of the route it refreshes.  @epoch is the
- * payer's epoch when it took (or last refreshed) the route: a clean of the
- * payer forgets only routes of an older epoch.
+ * payer is the slave the request went to; a repeated request keeps the
+ * payer of the route it refreshes.  (A REQ from one VF of this master to
+ * another has no route: the sender's entry carries it, PVCM_F_LOOP.)
+ * @epoch is the payer's epoch when it took (or last refreshed) the route:
+ * a clean of the payer forgets only routes of an older epoch.
  */
 struct pvcm_route {
 	struct rhash_head hnode;
@@ -207,8 +222,9 @@ static const struct rhashtable_params pvcm_route_params __maybe_unused = {
 	.key_offset = offsetof(struct pvcm_route, key),
 	.head_offset = offsetof(struct pvcm_route, hnode),
 	/*
-	 * As sl_ids: a VF-to-VF REQ notes two routes, and a table that
-	 * starts at 64 buckets was rehashed four times before a thousand.
+	 * As sl_ids: a REQ from the wire notes two routes, and a table
+	 * that starts at 64 buckets was rehashed four times before a
+	 * thousand.
 	 */
 	.min_size = 1024,
 	.automatic_shrinking = true,

@@ -833,21 +833,26 @@ static void vf_answers_only_delivered_req(void)
 
 /*
  * Requests delivered to one VF cost that VF only, and those a VF sends to
- * another VF of the master cost the sender: at pvcm_max_routes a VF
- * forgets its own oldest, while another VF's requests are still kept,
- * answered and routed.  An answer that teaches the entry its peer frees
- * the route it needed; a lower limit set at run time is reached two
- * routes per new one.
+ * another VF of the master cost the sender (one route each, which its
+ * entry carries): at pvcm_max_routes a VF forgets its own oldest, while
+ * another VF's requests are still kept, answered and routed.  An answer
+ * that teaches the entry its peer frees the route it needed; a lower
+ * limit set at run time is reached two routes per new one.
  */
+static void t_expire(u32 pv_cm_id);
+
 static void routes_cost_their_vf_only(void)
 {
+	unsigned long timewait = pvcm_test_timewait, pending = pvcm_test_pending;
 	unsigned int max = READ_ONCE(pvcm_max_routes);
 	const int a = 1, b = 2, c = 3, d = 4;
-	__be64 gb = T_PEER_GUID_B;
+	__be64 ga = T_PEER_GUID_A, gb = T_PEER_GUID_B;
 	int i, err, to, errs = 0;
+	u32 pvc = 0, pvc0 = 0;
 	struct ib_mad mad;
-	u32 pvc = 0;
 
+	/* c's REQs route while they are pending: none expires here */
+	pvcm_test_pending = 10 * HZ;
 	WRITE_ONCE(pvcm_max_routes, 8);
 	t_req_in(&mad, 0xb0b, gb, b);
 	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
@@ -867,23 +872,45 @@ static void routes_cost_their_vf_only(void)
 	t_out(a, CM_REP_ATTR_ID, 0xa02, 0x5000, &err);
 	IBST_EXPECT_EQ(err, -EPERM);
 
-	/* c's requests to b cost c, not b; b still answers the newest */
+	/*
+	 * c's requests to b cost c, not b; b answers the newest, not the
+	 * oldest, which c forgot at its limit, and no other VF answers them
+	 */
 	for (i = 0; i < 10; i++) {
-		t_req_in(&mad, 0x3000 + i, T_PEER_GUID_A, b);
+		t_req_in(&mad, 0x3000 + i, ga, b);
 		errs += t_mux(c, &mad) != 0;
 		pvc = t_local(&mad);
+		pvc0 = pvc0 ?: pvc;
 		errs += t_dmx(&mad, &to) != 0 || to != b;
 	}
 	IBST_EXPECT_EQ(errs, 0);
-	IBST_EXPECT_EQ(t_stats(c).routes, 16);
+	IBST_EXPECT_EQ(t_stats(c).routes, 8);
 	IBST_EXPECT_EQ(t_stats(b).routes, 2);
-	/* a wire REQ naming c's pv id is b's to pay, not c's */
-	t_req_in(&mad, pvc, T_PEER_GUID_B, b);
+	/* a wire REQ naming c's pv id, to b, costs neither: c's entry routes */
+	t_req_in(&mad, pvc, gb, b);
 	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
-	IBST_EXPECT_EQ(t_stats(c).routes, 16);
-	IBST_EXPECT_EQ(t_stats(b).routes, 3);
+	IBST_EXPECT_EQ(t_stats(c).routes, 8);
+	IBST_EXPECT_EQ(t_stats(b).routes, 2);
+	t_rej(&mad, pvc, 0, IB_CM_REJ_TIMEOUT, &gb);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, b);
+	t_out(a, CM_REP_ATTR_ID, 0xa03, pvc, &err);
+	IBST_EXPECT_EQ(err, -EPERM);
+	t_out(b, CM_REP_ATTR_ID, 0xb04, pvc0, &err);
+	IBST_EXPECT_EQ(err, -EPERM);
 	t_out(b, CM_REP_ATTR_ID, 0xb03, pvc, &err);
 	IBST_EXPECT_EQ(err, 0);
+	IBST_EXPECT_EQ(t_stats(c).routes, 7);
+	/* c's REJ(timeout) of its oldest REQ (as ib_cm sends it) reaches b */
+	t_rej(&mad, 0x3000, 0, IB_CM_REJ_TIMEOUT, &ga);
+	IBA_SET(CM_REJ_MESSAGE_REJECTED, (struct cm_rej_msg *)&mad, 2);
+	pvcm_test_timewait = 10 * HZ;
+	IBST_EXPECT_EQ(t_mux(c, &mad), 0);
+	pvcm_test_timewait = timewait;
+	IBST_EXPECT_EQ(t_local(&mad), pvc0);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, b);
+	t_expire(pvc0);
 
 	/* many accepted REQs do not push out the route of a pending one */
 	t_req_in(&mad, 0xd00, T_PEER_GUID_A, d);
@@ -902,12 +929,12 @@ static void routes_cost_their_vf_only(void)
 	/* b's requests, old and new, are kept */
 	t_req_in(&mad, 0xb0c, gb, b);
 	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
-	IBST_EXPECT_EQ(t_stats(b).routes, 5);
+	IBST_EXPECT_EQ(t_stats(b).routes, 4);
 	t_out(b, CM_REP_ATTR_ID, 0xb01, 0xb0b, &err);
 	IBST_EXPECT_EQ(err, 0);
 	t_rej(&mad, 0xb02, 0xb0c, IB_CM_REJ_CONSUMER_DEFINED, NULL);
 	IBST_EXPECT_EQ(t_mux(b, &mad), 0);
-	IBST_EXPECT_EQ(t_stats(b).routes, 3);
+	IBST_EXPECT_EQ(t_stats(b).routes, 2);
 	t_rej(&mad, 0xb0c, 0, IB_CM_REJ_TIMEOUT, &gb);
 	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
 	IBST_EXPECT_EQ(to, b);
@@ -925,6 +952,113 @@ static void routes_cost_their_vf_only(void)
 	IBST_EXPECT_EQ(err, 0);
 	t_out(b, CM_DREQ_ATTR_ID, 0xb03, pvc, &err);
 	IBST_EXPECT_EQ(err, 0);
+	mlx4_ib_cm_paravirt_clean(t_dev, c);
+	pvcm_test_pending = pending;
+	t_settle();
+}
+
+/*
+ * A VF's REQ to another VF of this master on an id the VF uses for
+ * something else (a SIDR_REQ, a REQ to the wire, a REQ to a third VF, an
+ * answer) finds an entry that cannot carry its routes: it is dropped and
+ * counted for the sender, charges nobody and leaves the entry as it was.
+ */
+static void loop_req_on_id_in_use_dropped(void)
+{
+	static const char *const ways[] = {
+		"SIDR_REQ", "wire REQ", "REQ to d", "REP",
+	};
+	const int b = 5, c = 6, d = 7;
+	struct mlx4_ib_pvcm_stats sb, sc, sd;
+	struct ib_mad mad;
+	int i, err, to;
+	u32 id, pv;
+
+	for (i = 0; i < ARRAY_SIZE(ways); i++) {
+		id = 0x6100 + i;
+		if (i == 0) {
+			t_mad(&mad, CM_SIDR_REQ_ATTR_ID, id, 0);
+		} else if (i == 3) {
+			/* c answers d's REQ: c's id is its REP's */
+			t_req_in(&mad, 0xd63, T_PEER_GUID_A, c);
+			IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+			t_mad(&mad, CM_REP_ATTR_ID, id, 0xd63);
+		} else {
+			/* past the last slave: a GID that is no VF's */
+			t_req_in(&mad, id, T_PEER_GUID_A,
+				 i == 1 ? T_SLAVES + 1 : d);
+		}
+		IBST_EXPECT_EQ(t_mux(c, &mad), 0);
+		pv = t_local(&mad);
+		if (i == 2) {
+			IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+			IBST_EXPECT_EQ(to, d);
+		}
+		sb = t_stats(b);
+		sc = t_stats(c);
+		sd = t_stats(d);
+		t_req_in(&mad, id, T_PEER_GUID_A, b);
+		err = t_mux(c, &mad);
+		IBST_EXPECT_EQ(err, -EEXIST);
+		if (!err)	/* it went out: it comes back in to b */
+			t_dmx(&mad, &to);
+		IBST_EXPECT_EQ(t_stats(c).dropped, sc.dropped + 1);
+		IBST_EXPECT_EQ(t_stats(b).routes, sb.routes);
+		IBST_EXPECT_EQ(t_stats(c).routes, sc.routes);
+		IBST_EXPECT_EQ(t_stats(c).live, sc.live);
+		/* b was not asked; the id's first use stands */
+		t_out(b, CM_REP_ATTR_ID, 0xb61 + i, pv, &err);
+		IBST_EXPECT_EQ(err, -EPERM);
+		if (i == 2) {
+			t_out(d, CM_REP_ATTR_ID, 0xd61, pv, &err);
+			IBST_EXPECT_EQ(err, 0);
+			IBST_EXPECT_EQ(t_stats(d).routes, sd.routes);
+		}
+		if (ibst_case_failed()) {
+			ibst_diag("the id's first use: %s", ways[i]);
+			break;
+		}
+	}
+	mlx4_ib_cm_paravirt_clean(t_dev, b);
+	mlx4_ib_cm_paravirt_clean(t_dev, c);
+	mlx4_ib_cm_paravirt_clean(t_dev, d);
+	t_settle();
+}
+
+/*
+ * A REJ(timeout) with no remote id is routed by the sender's entry of a
+ * VF-to-VF REQ only while no answer came back: after it, the REQ did not
+ * time out, and a node on the wire that guessed the sender's pv_cm_id
+ * must not end the target's connection with one.
+ */
+static void loop_rej_timeout_only_unanswered(void)
+{
+	const __be64 guid = T_PEER_GUID_B;
+	const int b = 14, c = 15;
+	struct ib_mad mad;
+	int to;
+	u32 pv;
+
+	t_req_in(&mad, 0x6200, T_PEER_GUID_A, b);
+	IBST_EXPECT_EQ(t_mux(c, &mad), 0);
+	pv = t_local(&mad);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, b);
+	IBST_EXPECT_EQ(t_stats(b).routes, 0);
+	t_rej(&mad, pv, 0, IB_CM_REJ_TIMEOUT, &guid);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, b);
+
+	/* b's REP reaches c: c's entry knows its peer */
+	t_mad(&mad, CM_REP_ATTR_ID, 0xb62, pv);
+	IBST_EXPECT_EQ(t_mux(b, &mad), 0);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, c);
+	t_rej(&mad, pv, 0, IB_CM_REJ_TIMEOUT, &guid);
+	IBST_EXPECT_NE(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, -1);
+
+	mlx4_ib_cm_paravirt_clean(t_dev, b);
 	mlx4_ib_cm_paravirt_clean(t_dev, c);
 	t_settle();
 }
@@ -2261,6 +2395,8 @@ static const struct ibst_case t_cases[] = {
 	IBST_CASE(vf_rej_unmapped_only_rejects_req),
 	IBST_CASE(vf_answers_only_delivered_req),
 	IBST_CASE(routes_cost_their_vf_only),
+	IBST_CASE(loop_req_on_id_in_use_dropped),
+	IBST_CASE(loop_rej_timeout_only_unanswered),
 	IBST_CASE(sidr_requests_keep_answer_routes),
 	IBST_CASE(vf_sidr_rep_only_for_delivered_req),
 	IBST_CASE(request_names_no_receiver),
@@ -2310,7 +2446,7 @@ static void t_dump(void)
 	};
 	struct {
 		u32 pv, slave, sl, remote;
-		u8 state, flags, sidr;
+		u8 state, flags, sidr, loop_slave;
 	} d[T_DUMP_MAX];
 	struct mlx4_ib_pvcm_stats st = t_stats(-1);
 	unsigned int i, n = 0, total = 0;
@@ -2332,6 +2468,7 @@ static void t_dump(void)
 			d[n].state = READ_ONCE(e->state);
 			d[n].flags = READ_ONCE(e->flags);
 			d[n].sidr = READ_ONCE(e->sidr);
+			d[n].loop_slave = READ_ONCE(e->loop_slave);
 			n++;
 		}
 		total++;
@@ -2340,13 +2477,15 @@ static void t_dump(void)
 	ibst_diag("dump: %u entr%s by pv_cm_id%s", total,
 		  total == 1 ? "y" : "ies", total > n ? ", the first ones:" : "");
 	for (i = 0; i < n; i++)
-		ibst_diag("dump: pv %#x: VF %u id %#x, remote %#x, %s%s%s%s",
+		ibst_diag("dump: pv %#x: VF %u id %#x, remote %#x, %s%s%s%s, REQ to VF %d%s",
 			  d[i].pv, d[i].slave, d[i].sl, d[i].remote,
 			  d[i].state < ARRAY_SIZE(states) ?
 			  states[d[i].state] : "?",
 			  d[i].flags & PVCM_F_INDEXED ? ", indexed" : "",
 			  d[i].sidr ? ", SIDR" : "",
-			  d[i].flags & PVCM_F_IDLE ? ", idle" : "");
+			  d[i].flags & PVCM_F_IDLE ? ", idle" : "",
+			  d[i].flags & PVCM_F_LOOP ? d[i].loop_slave : -1,
+			  d[i].flags & PVCM_F_ROUTED ? ", it may answer" : "");
 }
 
 static int t_setup(void)
