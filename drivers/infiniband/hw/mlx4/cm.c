@@ -791,13 +791,13 @@ static int pvcm_loop_target(const struct pvcm_entry *e, int port, u8 need)
  * no REQ to another VF may; such a REQ only if @e carries its routes.
  */
 static bool pvcm_loop_carries(const struct pvcm_entry *e,
-			      const struct pvcm_loop *loop)
+			      struct pvcm_loop loop)
 {
 	u8 mask = PVCM_F_LOOP | PVCM_F_LOOP_PORT2;
 
-	return !loop->flags ||
-	       ((READ_ONCE(e->flags) & mask) == loop->flags &&
-		READ_ONCE(e->loop_slave) == loop->slave);
+	return !loop.flags ||
+	       ((READ_ONCE(e->flags) & mask) == loop.flags &&
+		READ_ONCE(e->loop_slave) == loop.slave);
 }
 
 /*
@@ -805,7 +805,7 @@ static bool pvcm_loop_carries(const struct pvcm_entry *e,
  * answers for the new MAD too if that names the same peer.
  */
 static int pvcm_join_live(struct mlx4_ib_pvcm *pv, struct pvcm_entry *old,
-			  u32 peer, bool sidr, const struct pvcm_loop *loop,
+			  u32 peer, bool sidr, struct pvcm_loop loop,
 			  u8 ev, u32 *pv_cm_id)
 {
 	lockdep_assert_held(&pv->lock);
@@ -887,6 +887,22 @@ static noinline void pvcm_loop_again(struct mlx4_ib_pvcm *pv,
 }
 
 /*
+ * The VF's REQ to another VF, @loop, uses its entry @e: -EEXIST if @e
+ * cannot carry it (the id is in use for something else), else 0, and
+ * its target may answer it again if it no longer could.
+ */
+static noinline int pvcm_loop_use(struct mlx4_ib_pvcm *pv,
+				  struct pvcm_entry *e, int port,
+				  struct pvcm_loop loop)
+{
+	if (!pvcm_loop_carries(e, loop))
+		return -EEXIST;
+	if (!pvcm_flag(e, PVCM_F_ROUTED))
+		pvcm_loop_again(pv, e, port, loop.slave);
+	return 0;
+}
+
+/*
  * Put @e, indexed by (slave, sl_cm_id) already, on its slave's list and
  * make it usable to lookups by id.
  */
@@ -921,7 +937,7 @@ static void pvcm_publish_locked(struct mlx4_ib_pvcm *pv,
  * another VF joins it only if it carries the REQ's routes.
  */
 static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
-		       u32 peer, bool sidr, const struct pvcm_loop *loop,
+		       u32 peer, bool sidr, struct pvcm_loop loop,
 		       u8 ev, u32 *pv_cm_id)
 {
 	struct mlx4_ib_pvcm_slave *s = &pv->slaves[slave];
@@ -945,8 +961,8 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	e->epoch = (u32)atomic_read(&s->epoch);
 	/* set before lookups can see it, in pending FIFO order */
 	e->deadline = (u32)jiffies + pvcm_pending_jiffies();
-	e->loop_slave = loop->slave;
-	pvcm_flags_set(e, loop->flags, 0);
+	e->loop_slave = loop.slave;
+	pvcm_flags_set(e, loop.flags, 0);
 	if (pv->dying) {
 		ret = -ESHUTDOWN;
 		goto unlock;
@@ -1717,7 +1733,7 @@ static inline bool pvcm_note_out(struct pvcm_entry *e, u32 peer, bool sidr)
 static noinline int pvcm_out_create(struct mlx4_ib_pvcm *pv, int port,
 				    u32 slave, u32 sl_cm_id, struct ib_mad *mad,
 				    u8 ev, bool answers, u32 peer,
-				    const struct pvcm_loop *loop)
+				    struct pvcm_loop loop)
 {
 	int ret, routed;
 	u32 pv_cm_id;
@@ -1751,7 +1767,7 @@ static noinline int pvcm_out_create(struct mlx4_ib_pvcm *pv, int port,
  */
 static int pvcm_out_map(struct mlx4_ib_pvcm *pv, int port, u32 slave,
 			struct ib_mad *mad, u8 ev, unsigned int flags,
-			const struct pvcm_loop *loop)
+			struct pvcm_loop loop)
 {
 	bool answers = pvcm_answers_req(mad);
 	u32 peer = pvcm_out_peer(mad, answers);
@@ -1770,17 +1786,15 @@ static int pvcm_out_map(struct mlx4_ib_pvcm *pv, int port, u32 slave,
 					 answers, peer, loop);
 		goto out;
 	}
-	if (unlikely(!pvcm_loop_carries(e, loop)))
-		routed = -EEXIST;
-	else
-		routed = pvcm_check_answer(pv, port, slave, e, answers, peer);
+	routed = pvcm_check_answer(pv, port, slave, e, answers, peer);
 	if (routed >= 0 && !pvcm_note_out(e, peer, pvcm_out_sidr(mad)))
 		routed = -EPERM;
+	/* (a REQ: no answer to check, no peer or SIDR flag to note) */
+	if (unlikely(loop.flags) && routed >= 0)
+		routed = pvcm_loop_use(pv, e, port, loop);
 	if (routed >= 0) {
 		pvcm_set_first(mad, e->pv_cm_id);
 		pvcm_event(pv, e, ev);
-		if (unlikely(loop->flags) && !pvcm_flag(e, PVCM_F_ROUTED))
-			pvcm_loop_again(pv, e, port, loop->slave);
 	}
 	rcu_read_unlock();
 out:
@@ -1859,7 +1873,7 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 		if (pvcm_is_attr(mad, CM_REQ_ATTR_ID))
 			loop = pvcm_loop_of(dev, port, mad);
 		ret = pvcm_out_map(pv, port, slave, mad, pol->out_ev, flags,
-				   &loop);
+				   loop);
 		if (ret)
 			return pvcm_drop(dev, slave, ret, mad,
 					 ret == -EDQUOT ? "over the per-VF cap" :
@@ -1876,7 +1890,7 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 		 * peer knows a pv_cm_id for it, a new one would route nothing.
 		 */
 		ret = pvcm_out_map(pv, port, slave, mad, pol->out_ev,
-				   PVCM_MAP_TIMEWAIT, &loop);
+				   PVCM_MAP_TIMEWAIT, loop);
 		if (ret == -ENOENT && !pvcm_rej_timeout(mad)) {
 			if (!pvcm_rej_of_req(mad))
 				return pvcm_drop(dev, slave, ret, mad,
@@ -1898,7 +1912,7 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 		return 0;
 	default:
 		ret = pvcm_out_map(pv, port, slave, mad, pol->out_ev,
-				   PVCM_MAP_TIMEWAIT, &loop);
+				   PVCM_MAP_TIMEWAIT, loop);
 		if (ret)
 			return pvcm_drop(dev, slave, ret, mad,
 					 "unknown local id");
