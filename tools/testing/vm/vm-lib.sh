@@ -92,16 +92,19 @@ now() {
 # and a date(1) per round, the forks took a tenth of a host core per
 # guest run, as much as an idle guest costs in QEMU several times over
 # (measured on 2 busy cores).  read's time limit on a FIFO nobody writes
-# to waits without a process; the FIFO lives in the run directory.
+# to waits without a process (as the guests' vm_nap).  The FIFO is made
+# in the run directory and unlinked once open: nothing that later reads
+# the directory can block on it, and the guests, which can write there,
+# never see it.  host_nap_end closes it.
 host_nap() {
-	local rc=0
+	local rc=0 f=$RUN/.nap
 
 	if [ -z "${_host_nap_fd:-}" ]; then
-		if mkfifo "$RUN/.nap" 2> /dev/null && exec {_host_nap_fd}<> "$RUN/.nap"; then
+		_host_nap_fd=-
+		if mkfifo "$f" && exec {_host_nap_fd}<> "$f"; then
 			:
-		else
-			_host_nap_fd=-
-		fi
+		fi 2> /dev/null
+		rm -f "$f"
 	fi
 	if [ "$_host_nap_fd" != - ]; then
 		read -r -t "$1" -u "$_host_nap_fd" _ || rc=$?
@@ -109,6 +112,13 @@ host_nap() {
 		_host_nap_fd=-
 	fi
 	sleep "$1"
+}
+
+host_nap_end() {
+	if [ -n "${_host_nap_fd:-}" ] && [ "$_host_nap_fd" != - ]; then
+		exec {_host_nap_fd}<&-
+	fi
+	_host_nap_fd=
 }
 
 elapsed() {
@@ -764,6 +774,7 @@ vmlib_boot() {
 		fi
 		host_nap 0.2
 	done
+	host_nap_end
 	wait 2> /dev/null
 	T1=$(now)
 }
