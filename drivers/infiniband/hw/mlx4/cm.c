@@ -793,11 +793,9 @@ static int pvcm_loop_target(const struct pvcm_entry *e, int port, u8 need)
 static bool pvcm_loop_carries(const struct pvcm_entry *e,
 			      struct pvcm_loop loop)
 {
-	u8 mask = PVCM_F_LOOP | PVCM_F_LOOP_PORT2;
+	int port = loop.flags & PVCM_F_LOOP_PORT2 ? 2 : 1;
 
-	return !loop.flags ||
-	       ((READ_ONCE(e->flags) & mask) == loop.flags &&
-		READ_ONCE(e->loop_slave) == loop.slave);
+	return !loop.flags || pvcm_loop_target(e, port, 0) == loop.slave;
 }
 
 /*
@@ -1170,16 +1168,17 @@ pvcm_route_lookup(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
 }
 
 /*
- * The entry of a REQ of this master's, from @comm_id, that @slave may
- * answer on @port (see pvcm_loop_route()), or NULL.
+ * The entry of a REQ of this master's, from @comm_id, to @slave on @port
+ * with the flags @need (as pvcm_loop_target(); PVCM_F_ROUTED: @slave may
+ * answer it), or NULL.  Under RCU.
  */
 static struct pvcm_entry *pvcm_loop_find(struct mlx4_ib_pvcm *pv, int port,
-					 u32 comm_id, int slave)
+					 u32 comm_id, int slave, u8 need)
 {
 	struct pvcm_entry *e = pvcm_find_pv(pv, comm_id);
 
 	if (e && pvcm_usable(pv, e) &&
-	    pvcm_loop_target(e, port, PVCM_F_ROUTED) == slave)
+	    pvcm_loop_target(e, port, need) == slave)
 		return e;
 	return NULL;
 }
@@ -1201,7 +1200,7 @@ static noinline void pvcm_route_forget(struct mlx4_ib_pvcm *pv, int port,
 
 	rcu_read_lock();
 	spin_lock(&pv->lock);
-	e = pvcm_loop_find(pv, port, comm_id, slave);
+	e = pvcm_loop_find(pv, port, comm_id, slave, PVCM_F_ROUTED);
 	if (e) {
 		pvcm_loop_drop(pv, e);
 	} else {
@@ -1229,7 +1228,7 @@ pvcm_req_delivered(struct mlx4_ib_pvcm *pv, int port, u32 comm_id, int slave)
 	bool found;
 
 	rcu_read_lock();
-	found = pvcm_loop_find(pv, port, comm_id, slave) ||
+	found = pvcm_loop_find(pv, port, comm_id, slave, PVCM_F_ROUTED) ||
 		rhashtable_lookup(&pv->routes, &key, pvcm_route_params);
 	rcu_read_unlock();
 	return found;
@@ -1931,13 +1930,10 @@ pvcm_multiplex(struct mlx4_ib_dev *dev, int port, int slave, struct ib_mad *mad,
 static bool pvcm_loop_req(struct mlx4_ib_pvcm *pv, int port, u32 comm_id,
 			  int slave)
 {
-	struct pvcm_entry *e;
 	bool loop;
 
 	rcu_read_lock();
-	e = pvcm_find_pv(pv, comm_id);
-	loop = e && pvcm_usable(pv, e) &&
-	       pvcm_loop_target(e, port, 0) == slave;
+	loop = pvcm_loop_find(pv, port, comm_id, slave, 0);
 	rcu_read_unlock();
 	return loop;
 }
