@@ -144,6 +144,22 @@ static void pvcm_after_publish(u32 pv_cm_id)
 	if (hook)
 		hook(pv_cm_id);
 }
+
+/*
+ * Called by pvcm_create() with the VF's (slave, sl_cm_id) once its entry
+ * is allocated, before pv->lock is taken to insert it: the test module
+ * creates a concurrent creator's entry from here.
+ */
+void (*pvcm_test_before_insert)(u32 slave, u32 sl_cm_id);
+
+static void pvcm_before_insert(u32 slave, u32 sl_cm_id)
+{
+	void (*hook)(u32 slave, u32 sl_cm_id) =
+		READ_ONCE(pvcm_test_before_insert);
+
+	if (hook)
+		hook(slave, sl_cm_id);
+}
 #else
 static u32 pvcm_timewait_jiffies(void)
 {
@@ -171,6 +187,10 @@ static void pvcm_note_break(void)
 }
 
 static void pvcm_after_publish(u32 pv_cm_id)
+{
+}
+
+static void pvcm_before_insert(u32 slave, u32 sl_cm_id)
 {
 }
 #endif
@@ -947,6 +967,7 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	e = pvcm_entry_new(pv, slave, sl_cm_id, peer, sidr, &id);
 	if (IS_ERR(e))
 		return PTR_ERR(e);
+	pvcm_before_insert(slave, sl_cm_id);
 
 	spin_lock(&pv->lock);
 	/*

@@ -1389,6 +1389,183 @@ static void peer_known_before_published(void)
 	t_settle();
 }
 
+/* the VF's own MAD for the same id, sent from inside pvcm_create() */
+static struct ib_mad t_rival_mad;
+static int t_rival_slave;
+static u32 t_rival_key[2];
+static int t_rival_err;
+/* if not 0, the pending timeout from the rival's publication on */
+static unsigned long t_rival_pending;
+
+static void t_rival_creates(u32 slave, u32 sl_cm_id)
+{
+	/* once: the rival's own creation passes here too */
+	WRITE_ONCE(pvcm_test_before_insert, NULL);
+	t_rival_key[0] = slave;
+	t_rival_key[1] = sl_cm_id;
+	t_rival_err = t_mux(t_rival_slave, &t_rival_mad);
+	if (t_rival_pending)
+		pvcm_test_pending = t_rival_pending;
+}
+
+/*
+ * VF @slave sends @mad for an id with no entry; its @rival for the same id,
+ * sent while @mad's new entry waits for its insert, publishes first.
+ * Returns what the multiplex handler made of @mad.
+ */
+static int t_mux_raced(int slave, struct ib_mad *mad,
+		       const struct ib_mad *rival)
+{
+	u32 sl = t_local(mad);
+	int err;
+
+	t_rival_mad = *rival;
+	t_rival_slave = slave;
+	t_rival_key[0] = U32_MAX;
+	t_rival_key[1] = U32_MAX;
+	t_rival_err = 1;
+	WRITE_ONCE(pvcm_test_before_insert, t_rival_creates);
+	err = t_mux(slave, mad);
+	WRITE_ONCE(pvcm_test_before_insert, NULL);
+	t_rival_pending = 0;
+	IBST_EXPECT_EQ(t_rival_key[0], slave);
+	IBST_EXPECT_EQ(t_rival_key[1], sl);
+	IBST_EXPECT_EQ(t_rival_err, 0);
+	return err;
+}
+
+/* jiffies until the pending entry of @pv_cm_id expires; 0 if none */
+static long t_pending_left(u32 pv_cm_id)
+{
+	struct pvcm_entry *e = pvcm_pin_pv(t_pv, pv_cm_id);
+	long left = 0;
+
+	if (e && READ_ONCE(e->state) == PVCM_PENDING)
+		left = (s32)(READ_ONCE(e->deadline) - (u32)jiffies);
+	if (e)
+		pvcm_put(e);
+	return left;
+}
+
+/*
+ * Two MADs of one VF connection that found no entry race to create it.
+ * The first insert wins; the other MAD uses the winner's entry as if it
+ * had found it by lookup: it refreshes it, teaches it its peer, and is
+ * refused where the entry answers another peer or cannot carry a REQ to
+ * another VF.  The loser's entry is freed (t_settle()).
+ */
+static void concurrent_creator_joins_live_entry(void)
+{
+	unsigned long pending = pvcm_test_pending;
+	/* realloc_no_orphan() counts slave 9's frees from 0 */
+	const int a = 8, b = 10, c = 11;
+	struct mlx4_ib_pvcm_stats sa, sb, sc;
+	struct ib_mad mad, rival;
+	int err, to;
+	u32 pv;
+
+	/* no entry expires while the outcomes are read */
+	pvcm_test_pending = 10 * HZ;
+
+	/*
+	 * A retried REQ to the wire: both copies go out with the winner's
+	 * id, and the retry refreshes it (published with a 10 s timeout, the
+	 * entry gets the 60 s one from then on).
+	 */
+	sa = t_stats(a);
+	t_req_in(&mad, 0x6400, T_PEER_GUID_A, T_SLAVES + 1);
+	rival = mad;
+	t_rival_pending = 60 * HZ;
+	IBST_EXPECT_EQ(t_mux_raced(a, &mad, &rival), 0);
+	pv = t_local(&mad);
+	IBST_EXPECT_EQ(pv, t_local(&t_rival_mad));
+	IBST_EXPECT_GT(t_pending_left(pv), 30 * HZ);
+	pvcm_test_pending = 10 * HZ;
+	IBST_EXPECT_EQ(t_stats(a).live, sa.live + 1);
+	IBST_EXPECT_EQ(t_stats(a).allocated, sa.allocated + 1);
+
+	/* a retransmitted answer: both copies go out with the winner's id */
+	t_req_in(&mad, 0xd74, T_PEER_GUID_A, a);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	t_mad(&mad, CM_REP_ATTR_ID, 0x6401, 0xd74);
+	rival = mad;
+	IBST_EXPECT_EQ(t_mux_raced(a, &mad, &rival), 0);
+	IBST_EXPECT_EQ(t_local(&mad), t_local(&t_rival_mad));
+
+	/*
+	 * An answer joins the entry of the VF's REQ on that id: the entry
+	 * learns its peer, as from a lookup, and the answer's route goes.
+	 */
+	t_req_in(&mad, 0xd73, T_PEER_GUID_B, a);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	sa = t_stats(a);
+	t_mad(&mad, CM_REP_ATTR_ID, 0x6402, 0xd73);
+	t_req_in(&rival, 0x6402, T_PEER_GUID_A, T_SLAVES + 1);
+	IBST_EXPECT_EQ(t_mux_raced(a, &mad, &rival), 0);
+	pv = t_local(&mad);
+	IBST_EXPECT_EQ(pv, t_local(&t_rival_mad));
+	IBST_EXPECT_EQ(t_stats(a).routes, sa.routes - 1);
+	t_mad(&mad, CM_RTU_ATTR_ID, 0xbad, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), -EPERM);
+	t_mad(&mad, CM_RTU_ATTR_ID, 0xd73, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, a);
+
+	/*
+	 * Answers to two peers' REQs on one id: the loser's answer is
+	 * dropped, and the entry keeps the winner's peer.
+	 */
+	t_req_in(&mad, 0xd71, T_PEER_GUID_A, a);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	t_req_in(&mad, 0xd72, T_PEER_GUID_B, a);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	sa = t_stats(a);
+	t_mad(&mad, CM_REP_ATTR_ID, 0x6410, 0xd71);
+	t_mad(&rival, CM_REP_ATTR_ID, 0x6410, 0xd72);
+	IBST_EXPECT_EQ(t_mux_raced(a, &mad, &rival), -EPERM);
+	IBST_EXPECT_EQ(t_stats(a).dropped, sa.dropped + 1);
+	IBST_EXPECT_EQ(t_stats(a).live, sa.live + 1);
+	pv = t_local(&t_rival_mad);
+	t_mad(&mad, CM_RTU_ATTR_ID, 0xd71, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), -EPERM);
+	t_mad(&mad, CM_RTU_ATTR_ID, 0xd72, pv);
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, a);
+
+	/* a REQ to VF b on an id whose SIDR_REQ won: dropped, b not asked */
+	sb = t_stats(b);
+	sc = t_stats(c);
+	t_req_in(&mad, 0x6420, T_PEER_GUID_A, b);
+	t_mad(&rival, CM_SIDR_REQ_ATTR_ID, 0x6420, 0);
+	err = t_mux_raced(c, &mad, &rival);
+	IBST_EXPECT_EQ(err, -EEXIST);
+	if (!err)	/* it went out: it comes back in to b */
+		t_dmx(&mad, &to);
+	IBST_EXPECT_EQ(t_stats(c).dropped, sc.dropped + 1);
+	IBST_EXPECT_EQ(t_stats(c).live, sc.live + 1);
+	IBST_EXPECT_EQ(t_stats(b).routes, sb.routes);
+	t_out(b, CM_REP_ATTR_ID, 0xb71, t_local(&t_rival_mad), &err);
+	IBST_EXPECT_EQ(err, -EPERM);
+
+	/* a retried REQ to b: the winner carries it, and b may answer */
+	t_req_in(&mad, 0x6430, T_PEER_GUID_A, b);
+	rival = mad;
+	IBST_EXPECT_EQ(t_mux_raced(c, &mad, &rival), 0);
+	pv = t_local(&mad);
+	IBST_EXPECT_EQ(pv, t_local(&t_rival_mad));
+	IBST_EXPECT_EQ(t_dmx(&mad, &to), 0);
+	IBST_EXPECT_EQ(to, b);
+	IBST_EXPECT_EQ(t_stats(b).routes, sb.routes);
+	t_out(b, CM_REP_ATTR_ID, 0xb72, pv, &err);
+	IBST_EXPECT_EQ(err, 0);
+
+	pvcm_test_pending = pending;
+	mlx4_ib_cm_paravirt_clean(t_dev, a);
+	mlx4_ib_cm_paravirt_clean(t_dev, b);
+	mlx4_ib_cm_paravirt_clean(t_dev, c);
+	t_settle();
+}
+
 /* RoCE: a MAD for the slave of its GID never acts on another's entry */
 static void roce_demux_stays_with_gid_slave(void)
 {
@@ -2403,6 +2580,7 @@ static const struct ibst_case t_cases[] = {
 	IBST_CASE(foreign_partition_acts_not),
 	IBST_CASE(wire_teardown_only_from_peer),
 	IBST_CASE(peer_known_before_published),
+	IBST_CASE(concurrent_creator_joins_live_entry),
 	IBST_CASE(roce_demux_stays_with_gid_slave),
 	IBST_CASE(realloc_no_orphan),
 	IBST_CASE(per_slave_clean),
