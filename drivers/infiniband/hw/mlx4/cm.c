@@ -952,7 +952,8 @@ static void pvcm_publish_locked(struct mlx4_ib_pvcm *pv,
  * still live wins and learns @peer and @sidr as from a later MAD (its own
  * REQ said where it goes); an entry on its way out is replaced in the
  * (slave, sl_cm_id) index only and keeps its release path; a REQ to
- * another VF joins it only if it carries the REQ's routes.
+ * another VF joins it only if it carries the REQ's routes.  A join adds
+ * no entry: the per-VF cap refuses only a new one.
  */
 static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 		       u32 peer, bool sidr, struct pvcm_loop loop,
@@ -961,6 +962,7 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	struct mlx4_ib_pvcm_slave *s = &pv->slaves[slave];
 	unsigned int cap = READ_ONCE(pvcm_max_per_vf);
 	struct pvcm_entry *e, *old;
+	bool over;
 	u32 id;
 	int ret;
 
@@ -986,23 +988,33 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 		ret = -ESHUTDOWN;
 		goto unlock;
 	}
-	if (pvcm_over_cap(s, cap)) {
-		atomic_long_inc(&s->cap_hits);
-		ret = -EDQUOT;
-		goto unlock;
-	}
-	if (pvcm_fault()) {
+	/*
+	 * At the cap only a concurrent creator's live entry may serve: a MAD
+	 * that joins it adds no entry.  Inserts are made under pv->lock, so
+	 * a lookup here and an insert later see the same index.
+	 */
+	over = pvcm_over_cap(s, cap);
+	if (!over && pvcm_fault()) {
 		ret = -ENOMEM;
 		goto unlock;
 	}
-	old = rhashtable_lookup_get_insert_fast(&pv->sl_ids, &e->hnode,
-						pvcm_sl_params);
+	if (over)
+		old = rhashtable_lookup_fast(&pv->sl_ids, &e->key,
+					     pvcm_sl_params);
+	else
+		old = rhashtable_lookup_get_insert_fast(&pv->sl_ids, &e->hnode,
+							pvcm_sl_params);
 	if (IS_ERR(old)) {
 		ret = PTR_ERR(old);
 		goto unlock;
 	}
 	if (old && pvcm_live(pv, old)) {
 		ret = pvcm_join_live(pv, old, peer, sidr, loop, ev, pv_cm_id);
+		goto unlock;
+	}
+	if (over) {
+		atomic_long_inc(&s->cap_hits);
+		ret = -EDQUOT;
 		goto unlock;
 	}
 	if (old) {

@@ -1566,6 +1566,41 @@ static void concurrent_creator_joins_live_entry(void)
 	t_settle();
 }
 
+/*
+ * A MAD that joins a concurrent creator's live entry adds no entry: a VF
+ * that the winner brought to its cap is not refused the join, and no cap
+ * hit is counted for it.
+ */
+static void join_at_cap_is_no_cap_hit(void)
+{
+	unsigned long pending = pvcm_test_pending;
+	unsigned int cap = READ_ONCE(pvcm_max_per_vf);
+	struct mlx4_ib_pvcm_stats st;
+	struct ib_mad mad, rival;
+	const int s = 7;
+	int err;
+
+	pvcm_test_pending = 10 * HZ;
+	WRITE_ONCE(pvcm_max_per_vf, 1);
+	st = t_stats(s);
+	IBST_EXPECT_EQ(st.live + st.timewait, 0);
+	t_req_in(&mad, 0x6500, T_PEER_GUID_A, T_SLAVES + 1);
+	rival = mad;
+	IBST_EXPECT_EQ(t_mux_raced(s, &mad, &rival), 0);
+	IBST_EXPECT_EQ(t_local(&mad), t_local(&t_rival_mad));
+	IBST_EXPECT_EQ(t_stats(s).cap_hits, st.cap_hits);
+	IBST_EXPECT_EQ(t_stats(s).dropped, st.dropped);
+	/* the cap still holds for a new id */
+	t_out(s, CM_REQ_ATTR_ID, 0x6501, 0, &err);
+	IBST_EXPECT_EQ(err, -EDQUOT);
+	IBST_EXPECT_EQ(t_stats(s).cap_hits, st.cap_hits + 1);
+
+	WRITE_ONCE(pvcm_max_per_vf, cap);
+	pvcm_test_pending = pending;
+	mlx4_ib_cm_paravirt_clean(t_dev, s);
+	t_settle();
+}
+
 /* RoCE: a MAD for the slave of its GID never acts on another's entry */
 static void roce_demux_stays_with_gid_slave(void)
 {
@@ -2581,6 +2616,7 @@ static const struct ibst_case t_cases[] = {
 	IBST_CASE(wire_teardown_only_from_peer),
 	IBST_CASE(peer_known_before_published),
 	IBST_CASE(concurrent_creator_joins_live_entry),
+	IBST_CASE(join_at_cap_is_no_cap_hit),
 	IBST_CASE(roce_demux_stays_with_gid_slave),
 	IBST_CASE(realloc_no_orphan),
 	IBST_CASE(per_slave_clean),
