@@ -962,7 +962,6 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	struct mlx4_ib_pvcm_slave *s = &pv->slaves[slave];
 	unsigned int cap = READ_ONCE(pvcm_max_per_vf);
 	struct pvcm_entry *e, *old;
-	bool over;
 	u32 id;
 	int ret;
 
@@ -990,31 +989,36 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	}
 	/*
 	 * At the cap only a concurrent creator's live entry may serve: a MAD
-	 * that joins it adds no entry.  Inserts are made under pv->lock, so
-	 * a lookup here and an insert later see the same index.
+	 * that joins it adds no entry, while one that would replace an entry
+	 * on its way out adds one.  Every insert into and removal from
+	 * pv->sl_ids, and the put that frees an indexed entry, happen under
+	 * pv->lock: @old is used here without a reference, and a miss or an
+	 * entry that is not live stays so until the lock is dropped.
 	 */
-	over = pvcm_over_cap(s, cap);
-	if (!over && pvcm_fault()) {
+	if (pvcm_over_cap(s, cap)) {
+		old = rhashtable_lookup_fast(&pv->sl_ids, &e->key,
+					     pvcm_sl_params);
+		if (old && pvcm_live(pv, old)) {
+			ret = pvcm_join_live(pv, old, peer, sidr, loop, ev,
+					     pv_cm_id);
+		} else {
+			atomic_long_inc(&s->cap_hits);
+			ret = -EDQUOT;
+		}
+		goto unlock;
+	}
+	if (pvcm_fault()) {
 		ret = -ENOMEM;
 		goto unlock;
 	}
-	if (over)
-		old = rhashtable_lookup_fast(&pv->sl_ids, &e->key,
-					     pvcm_sl_params);
-	else
-		old = rhashtable_lookup_get_insert_fast(&pv->sl_ids, &e->hnode,
-							pvcm_sl_params);
+	old = rhashtable_lookup_get_insert_fast(&pv->sl_ids, &e->hnode,
+						pvcm_sl_params);
 	if (IS_ERR(old)) {
 		ret = PTR_ERR(old);
 		goto unlock;
 	}
 	if (old && pvcm_live(pv, old)) {
 		ret = pvcm_join_live(pv, old, peer, sidr, loop, ev, pv_cm_id);
-		goto unlock;
-	}
-	if (over) {
-		atomic_long_inc(&s->cap_hits);
-		ret = -EDQUOT;
 		goto unlock;
 	}
 	if (old) {
