@@ -1590,12 +1590,62 @@ static void join_at_cap_is_no_cap_hit(void)
 	IBST_EXPECT_EQ(t_local(&mad), t_local(&t_rival_mad));
 	IBST_EXPECT_EQ(t_stats(s).cap_hits, st.cap_hits);
 	IBST_EXPECT_EQ(t_stats(s).dropped, st.dropped);
+	IBST_EXPECT_EQ(t_stats(s).live, 1);
+	IBST_EXPECT_EQ(t_stats(s).allocated, st.allocated + 1);
 	/* the cap still holds for a new id */
 	t_out(s, CM_REQ_ATTR_ID, 0x6501, 0, &err);
 	IBST_EXPECT_EQ(err, -EDQUOT);
 	IBST_EXPECT_EQ(t_stats(s).cap_hits, st.cap_hits + 1);
 
 	WRITE_ONCE(pvcm_max_per_vf, cap);
+	pvcm_test_pending = pending;
+	mlx4_ib_cm_paravirt_clean(t_dev, s);
+	t_settle();
+}
+
+/*
+ * A VF at its cap that sends a REQ again on an id in TimeWait needs a new
+ * entry for it: the REQ is refused, and the TimeWait entry keeps the
+ * (slave, sl_cm_id) index.
+ */
+static void cap_refuses_reuse_of_timewait_id(void)
+{
+	unsigned long timewait = pvcm_test_timewait, pending = pvcm_test_pending;
+	unsigned int cap = READ_ONCE(pvcm_max_per_vf);
+	struct mlx4_ib_pvcm_stats st;
+	struct pvcm_entry *e;
+	const int s = 7;
+	int err;
+	u32 pv;
+
+	/* the entries outlast the case's steps on a loaded guest */
+	pvcm_test_timewait = 2 * HZ;
+	pvcm_test_pending = 10 * HZ;
+	WRITE_ONCE(pvcm_max_per_vf, 1);
+	st = t_stats(s);
+	IBST_EXPECT_EQ(st.live + st.timewait, 0);
+	pv = t_out(s, CM_REQ_ATTR_ID, 0x6510, 0, &err);
+	IBST_EXPECT_EQ(err, 0);
+	t_out(s, CM_DREQ_ATTR_ID, 0x6510, 0, &err);
+	IBST_EXPECT_EQ(err, 0);
+	IBST_EXPECT_EQ(t_stats(s).timewait, 1);
+
+	t_out(s, CM_REQ_ATTR_ID, 0x6510, 0, &err);
+	IBST_EXPECT_EQ(err, -EDQUOT);
+	IBST_EXPECT_EQ(t_stats(s).cap_hits, st.cap_hits + 1);
+	IBST_EXPECT_EQ(t_stats(s).live, 0);
+	IBST_EXPECT_EQ(t_stats(s).allocated, st.allocated + 1);
+	e = pvcm_pin_sl(t_pv, s, 0x6510);
+	IBST_EXPECT_NOT_NULL(e);
+	if (e) {
+		IBST_EXPECT_EQ(e->pv_cm_id, pv);
+		IBST_EXPECT_EQ(READ_ONCE(e->state), PVCM_TIMEWAIT);
+		IBST_EXPECT(pvcm_flag(e, PVCM_F_INDEXED));
+		pvcm_put(e);
+	}
+
+	WRITE_ONCE(pvcm_max_per_vf, cap);
+	pvcm_test_timewait = timewait;
 	pvcm_test_pending = pending;
 	mlx4_ib_cm_paravirt_clean(t_dev, s);
 	t_settle();
@@ -2617,6 +2667,7 @@ static const struct ibst_case t_cases[] = {
 	IBST_CASE(peer_known_before_published),
 	IBST_CASE(concurrent_creator_joins_live_entry),
 	IBST_CASE(join_at_cap_is_no_cap_hit),
+	IBST_CASE(cap_refuses_reuse_of_timewait_id),
 	IBST_CASE(roce_demux_stays_with_gid_slave),
 	IBST_CASE(realloc_no_orphan),
 	IBST_CASE(per_slave_clean),
