@@ -131,34 +131,38 @@ static bool pvcm_fault(void)
 }
 
 /*
- * Called by pvcm_create() with the id of the entry it just published,
- * after pv->lock is dropped and before it returns: the test module sends
- * wire MADs from here, where a stranger's could come.
+ * Called by pvcm_create() with the cache @pv and the id of the entry it
+ * just published, after pv->lock is dropped and before it returns: the
+ * test module sends wire MADs from here, where a stranger's could come.
  */
-void (*pvcm_test_after_publish)(u32 pv_cm_id);
+void (*pvcm_test_after_publish)(struct mlx4_ib_pvcm *pv, u32 pv_cm_id);
 
-static void pvcm_after_publish(u32 pv_cm_id)
+static void pvcm_after_publish(struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
 {
-	void (*hook)(u32 pv_cm_id) = READ_ONCE(pvcm_test_after_publish);
+	void (*hook)(struct mlx4_ib_pvcm *pv, u32 pv_cm_id) =
+		READ_ONCE(pvcm_test_after_publish);
 
 	if (hook)
-		hook(pv_cm_id);
+		hook(pv, pv_cm_id);
 }
 
 /*
- * Called by pvcm_create() with the VF's (slave, sl_cm_id) once its entry
- * is allocated, before pv->lock is taken to insert it: the test module
- * creates a concurrent creator's entry from here.
+ * Called by pvcm_create() with the cache @pv and the VF's (slave,
+ * sl_cm_id) once its entry is allocated, before pv->lock is taken to
+ * insert it: the test module creates a concurrent creator's entry from
+ * here.
  */
-void (*pvcm_test_before_insert)(u32 slave, u32 sl_cm_id);
+void (*pvcm_test_before_insert)(struct mlx4_ib_pvcm *pv, u32 slave,
+				u32 sl_cm_id);
 
-static void pvcm_before_insert(u32 slave, u32 sl_cm_id)
+static void pvcm_before_insert(struct mlx4_ib_pvcm *pv, u32 slave,
+			       u32 sl_cm_id)
 {
-	void (*hook)(u32 slave, u32 sl_cm_id) =
+	void (*hook)(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id) =
 		READ_ONCE(pvcm_test_before_insert);
 
 	if (hook)
-		hook(slave, sl_cm_id);
+		hook(pv, slave, sl_cm_id);
 }
 #else
 static u32 pvcm_timewait_jiffies(void)
@@ -186,11 +190,12 @@ static void pvcm_note_break(void)
 {
 }
 
-static void pvcm_after_publish(u32 pv_cm_id)
+static void pvcm_after_publish(struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
 {
 }
 
-static void pvcm_before_insert(u32 slave, u32 sl_cm_id)
+static void pvcm_before_insert(struct mlx4_ib_pvcm *pv, u32 slave,
+			       u32 sl_cm_id)
 {
 }
 #endif
@@ -968,7 +973,7 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	e = pvcm_entry_new(pv, slave, sl_cm_id, peer, sidr, &id);
 	if (IS_ERR(e))
 		return PTR_ERR(e);
-	pvcm_before_insert(slave, sl_cm_id);
+	pvcm_before_insert(pv, slave, sl_cm_id);
 
 	spin_lock(&pv->lock);
 	/*
@@ -1033,7 +1038,7 @@ static int pvcm_create(struct mlx4_ib_pvcm *pv, u32 slave, u32 sl_cm_id,
 	if (pvcm_event_needed(e, ev))	/* not the refresh of a new entry */
 		pvcm_event_locked(pv, e, ev);
 	spin_unlock(&pv->lock);
-	pvcm_after_publish(*pv_cm_id);
+	pvcm_after_publish(pv, *pv_cm_id);
 	return 0;
 
 unlock:

@@ -250,8 +250,9 @@ extern unsigned long pvcm_test_pending;
 extern unsigned long pvcm_test_route_life;
 extern atomic_t pvcm_test_fail_nth;
 extern atomic_t pvcm_test_breaks;
-extern void (*pvcm_test_after_publish)(u32 pv_cm_id);
-extern void (*pvcm_test_before_insert)(u32 slave, u32 sl_cm_id);
+extern void (*pvcm_test_after_publish)(struct mlx4_ib_pvcm *pv, u32 pv_cm_id);
+extern void (*pvcm_test_before_insert)(struct mlx4_ib_pvcm *pv, u32 slave,
+				       u32 sl_cm_id);
 
 extern struct workqueue_struct *cm_wq;
 extern atomic_long_t pvcm_objects;

@@ -1316,10 +1316,12 @@ static struct ib_mad t_window_mad;
 static u32 t_window_pv;
 static int t_window_err;
 
-static void t_stranger_in_window(u32 pv_cm_id)
+static void t_stranger_in_window(struct mlx4_ib_pvcm *pv, u32 pv_cm_id)
 {
 	int to;
 
+	if (pv != t_pv)	/* another device's creation */
+		return;
 	t_window_pv = pv_cm_id;
 	put_unaligned_be32(pv_cm_id, t_window_mad.data + 4);
 	t_window_err = t_dmx(&t_window_mad, &to);
@@ -1397,8 +1399,11 @@ static int t_rival_err;
 /* if not 0, the pending timeout from the rival's publication on */
 static unsigned long t_rival_pending;
 
-static void t_rival_creates(u32 slave, u32 sl_cm_id)
+static void t_rival_creates(struct mlx4_ib_pvcm *pv, u32 slave,
+			    u32 sl_cm_id)
 {
+	if (pv != t_pv)	/* another device's creation */
+		return;
 	/* once: the rival's own creation passes here too */
 	WRITE_ONCE(pvcm_test_before_insert, NULL);
 	t_rival_key[0] = slave;
