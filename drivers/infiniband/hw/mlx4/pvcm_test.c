@@ -352,10 +352,13 @@ out:
 /* a released pv id stays reserved for TimeWait, then becomes free again */
 static void timewait_reserves_pv_id(void)
 {
+	unsigned long timewait = pvcm_test_timewait;
 	const int s = 3;
 	int err;
 	u32 pv, pv2, pv3;
 
+	/* long enough to outlast the next allocation on a loaded guest */
+	pvcm_test_timewait = HZ;
 	pv = t_out(s, CM_REQ_ATTR_ID, 0x301, 0, &err);
 	t_out(s, CM_DREQ_ATTR_ID, 0x301, 0, &err);
 	IBST_EXPECT_NOT_NULL(xa_load(&t_pv->pv_ids, pvcm_index(t_pv, pv)));
@@ -366,6 +369,7 @@ static void timewait_reserves_pv_id(void)
 	IBST_EXPECT_EQ(err, 0);
 	IBST_EXPECT_NE(pv2, pv);
 
+	pvcm_test_timewait = timewait;
 	IBST_EXPECT(t_wait_freed(pv));
 	t_pv->pv_next = pvcm_index(t_pv, pv);
 	pv3 = t_out(s, CM_REQ_ATTR_ID, 0x303, 0, &err);
