@@ -434,6 +434,7 @@ static int cm_msg_send(struct ib_mad_send_buf *msg)
 	struct cm_port *port = cm_msg_port(msg);
 	int ret;
 
+	cm_test_sending(port, msg);
 	ret = ib_post_send_mad(msg, NULL);
 	cm_agent_unpin(port);
 	return ret;

@@ -345,17 +345,20 @@ void cm_tw_start(struct cm_tw *tw, unsigned int ms);
 void cm_tw_drain(struct cm_tw_table *t);
 
 /*
- * cm_test_hook.c: asked by cm.c when a LAP arrives on a RoCE port,
- * and for the GID attribute to build a LAP's alternate path with; and the
- * receive side of cm_test_inject(), whose MADs cm.c gives back with
- * cm_test_recv_free(); and whether a send completion is held back
- * (cm_test_park_sends()); and a test's function, run where a repeated
- * REQ has found its connection (cm_test_on_dup_req()).  Only ib_cm.ko
- * built with its test hooks (IB_CM_TEST_HOOKS, set by Kbuild for
- * CONFIG_INFINIBAND_CM_TEST_HOOKS) has the switch behind them
- * (cm_test_lap_on_roce()) and injected MADs; in any other build the
- * answers are constants: "no" and "none", no job holds an injected MAD
- * and no test function runs.
+ * cm_test_hook.c, called by cm.c:
+ *  - when a LAP arrives on a RoCE port, and for the GID attribute to
+ *    build a LAP's alternate path with (cm_test_lap_on_roce());
+ *  - on the receive side of cm_test_inject(), whose MADs cm.c gives back
+ *    with cm_test_recv_free();
+ *  - to ask whether a send completion is held back (cm_test_park_sends());
+ *  - where a repeated REQ has found its connection, to run a test's
+ *    function (cm_test_on_dup_req());
+ *  - with each MAD the CM posts, copied for a test that watches
+ *    (cm_test_send_watch()).
+ * Only ib_cm.ko built with its test hooks (IB_CM_TEST_HOOKS, set by
+ * Kbuild for CONFIG_INFINIBAND_CM_TEST_HOOKS) has them; in any other
+ * build the answers are constants: "no" and "none", no job holds an
+ * injected MAD, no test function runs and no MAD is copied.
  */
 #ifdef IB_CM_TEST_HOOKS
 bool cm_test_lap_as_ib(const struct cm_port *port);
@@ -366,6 +369,8 @@ void cm_recv_injected(struct cm_port *port, struct ib_mad_recv_wc *rwc);
 void cm_test_recv_free(struct ib_mad_recv_wc *rwc);
 bool cm_test_park_send(struct ib_mad_agent *agent, struct ib_mad_send_wc *wc);
 void cm_test_dup_req_found(struct cm_job *job, struct ib_cm_id *other);
+void cm_test_sending(const struct cm_port *port,
+		     const struct ib_mad_send_buf *msg);
 
 static inline bool cm_job_injected(const struct cm_job *job)
 {
@@ -401,6 +406,11 @@ static inline bool cm_test_park_send(struct ib_mad_agent *agent,
 
 static inline void cm_test_dup_req_found(struct cm_job *job,
 					 struct ib_cm_id *other)
+{
+}
+
+static inline void cm_test_sending(const struct cm_port *port,
+				   const struct ib_mad_send_buf *msg)
 {
 }
 

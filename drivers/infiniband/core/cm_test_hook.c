@@ -14,6 +14,9 @@
  * tracing tool would, and records what it saw of one cm_id.
  * cm_test_on_dup_req() runs a test's function between the lookup of a
  * repeated REQ's connection and the CM's look at its state.
+ * cm_test_send_watch() keeps a copy of the MADs of one attribute that the
+ * CM posts on one port, so that a test can read back the fields of what
+ * it sent.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -471,6 +474,79 @@ void cm_test_rej_unwatch(struct cm_test_rej_seen *seen)
 	tracepoint_synchronize_unregister();
 }
 EXPORT_SYMBOL_FOR_CM_TEST(cm_test_rej_unwatch);
+
+/* The watch of cm_test_send_watch(), or NULL; protected by the lock. */
+static DEFINE_SPINLOCK(cm_test_send_lock);
+static struct cm_test_sent *cm_test_send_w;
+
+/*
+ * Called by cm.c with every MAD it hands to the MAD layer on @port, before
+ * it does: once posted, the send buffer may complete and be freed at any
+ * time.  Any context; the CM may hold a cm_id's lock with IRQs off.
+ */
+void cm_test_sending(const struct cm_port *port,
+		     const struct ib_mad_send_buf *msg)
+{
+	const struct ib_mad_hdr *hdr = msg->mad;
+	struct cm_test_sent *w;
+	unsigned long flags;
+
+	spin_lock_irqsave(&cm_test_send_lock, flags);
+	w = cm_test_send_w;
+	if (w && w->ibdev == port->dev->ibdev && w->port_num == port->num &&
+	    hdr->attr_id == w->attr_id) {
+		w->count++;
+		memcpy(&w->mad, msg->mad, sizeof(w->mad));
+	}
+	spin_unlock_irqrestore(&cm_test_send_lock, flags);
+}
+
+/**
+ * cm_test_send_watch() - Keep a copy of the CM's MADs of one attribute.
+ * @w: ->ibdev, ->port_num and ->attr_id name what to watch; ->count and
+ *     ->mad are reset here and filled in as the CM posts such MADs on
+ *     that port, until cm_test_send_unwatch()
+ *
+ * Only one watch at a time: a test reads what its own steps made the CM
+ * send.
+ *
+ * Context: process context.
+ * Return: 0, or -EBUSY while a watch is set (@w is then left as it was).
+ */
+int cm_test_send_watch(struct cm_test_sent *w)
+{
+	int ret = -EBUSY;
+
+	spin_lock_irq(&cm_test_send_lock);
+	if (!cm_test_send_w) {
+		w->count = 0;
+		memset(&w->mad, 0, sizeof(w->mad));
+		cm_test_send_w = w;
+		ret = 0;
+	}
+	spin_unlock_irq(&cm_test_send_lock);
+	return ret;
+}
+EXPORT_SYMBOL_FOR_CM_TEST(cm_test_send_watch);
+
+/**
+ * cm_test_send_unwatch() - End cm_test_send_watch().
+ * @w: what was given to cm_test_send_watch(); nothing happens if it is not
+ *     the watch set
+ *
+ * Once it returns, the CM no longer writes to @w, and @w holds the count
+ * and the last copy.
+ *
+ * Context: process context.
+ */
+void cm_test_send_unwatch(struct cm_test_sent *w)
+{
+	spin_lock_irq(&cm_test_send_lock);
+	if (cm_test_send_w == w)
+		cm_test_send_w = NULL;
+	spin_unlock_irq(&cm_test_send_lock);
+}
+EXPORT_SYMBOL_FOR_CM_TEST(cm_test_send_unwatch);
 
 /*
  * The function of cm_test_on_dup_req(), or NULL.  Written there only; read

@@ -2,9 +2,10 @@
 /*
  * Test-only entry points of ib_cm.ko, present only with
  * CONFIG_INFINIBAND_CM_TEST_HOOKS (never on a production system): let a
- * self-test module feed synthetic CM MADs into the receive path and
- * observe the per-port counters, and arm the allocation fault hook
- * (cm_fault.h).  Exported in the IB_CM_TEST namespace.
+ * self-test module feed synthetic CM MADs into the receive path, observe
+ * the per-port counters and read back what the CM sends, and arm the
+ * allocation fault hook (cm_fault.h).  Exported in the IB_CM_TEST
+ * namespace.
  */
 #ifndef IB_CM_TEST_HOOK_H
 #define IB_CM_TEST_HOOK_H
@@ -37,6 +38,26 @@ struct cm_test_rej_seen {
 	enum ib_cm_state state;
 	int reason;
 };
+
+/**
+ * struct cm_test_sent - the CM's MADs of one attribute on one port
+ * @ibdev: the device watched; set by the test before cm_test_send_watch()
+ * @port_num: its port watched; set likewise
+ * @attr_id: the attribute watched; set likewise
+ * @count: how many such MADs the CM posted since (the MAD layer's
+ *	   retransmissions of a post are not counted)
+ * @mad: a copy of the last one
+ */
+struct cm_test_sent {
+	const struct ib_device *ibdev;
+	u32 port_num;
+	__be16 attr_id;
+	unsigned int count;
+	struct ib_mad mad;
+};
+
+int cm_test_send_watch(struct cm_test_sent *w);
+void cm_test_send_unwatch(struct cm_test_sent *w);
 
 bool cm_test_av_is_clear(struct ib_cm_id *cm_id, bool alt);
 void cm_test_id_hold(struct ib_cm_id *cm_id);
