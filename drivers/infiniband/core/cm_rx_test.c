@@ -23,8 +23,9 @@
  * itself, which drops it (no cm_id carries the peer's made-up IDs).  The
  * connections this side starts use a path to a made-up GID and MAC, so
  * their MADs leave on the wire and are never answered.  Observed: the
- * events our handler records, cm_id states, and the per-port counters
- * (cm_tx_msgs, cm_rx_duplicates, ... in sysfs).
+ * events our handler records, cm_id states, the per-port counters
+ * (cm_tx_msgs, cm_rx_duplicates, ... in sysfs), and the REJs the CM
+ * sends, read back from its send buffers (cm_test_send_watch()).
  *
  * A SIDR_REP carries no communication ID, only the request ID of the
  * SIDR_REQ it answers.  So when an injected SIDR_REQ names as its request
@@ -294,6 +295,50 @@ static bool rx_ctr_rises(unsigned int group, __be16 attr, long old)
 	}
 	return false;
 }
+
+/*
+ * The REJs the CM posts between rx_rej_watch() and rx_rej_sent(), read
+ * back from its send buffers (cm_test_send_watch()).
+ */
+static struct cm_test_sent rx_rej_out;
+
+static int rx_rej_watch(void)
+{
+	rx_rej_out.ibdev = rx_dev;
+	rx_rej_out.port_num = rx_port;
+	rx_rej_out.attr_id = CM_REJ_ATTR_ID;
+	return cm_test_send_watch(&rx_rej_out);
+}
+
+/* Stop watching: how many REJs were posted, and the last one's fields. */
+static unsigned int rx_rej_sent(struct cmc_rej *f, __be64 *tid)
+{
+	cm_test_send_unwatch(&rx_rej_out);
+	cmc_get_rej((const struct cm_rej_msg *)&rx_rej_out.mad, f);
+	*tid = rx_rej_out.mad.mad_hdr.tid;
+	return rx_rej_out.count;
+}
+
+/*
+ * One REJ was posted since rx_rej_watch(), for the message @what of the
+ * transaction @tid, for the reason @why, with our comm ID @lid and the
+ * peer's @rid.
+ */
+#define RX_EXPECT_ONE_REJ(what, tid, why, lid, rid) do {		\
+	struct cmc_rej __rx_f;						\
+	__be64 __rx_tid;						\
+	unsigned int __rx_n = rx_rej_sent(&__rx_f, &__rx_tid);		\
+									\
+	IBST_EXPECT_EQ(__rx_n, 1);					\
+	if (__rx_n == 1) {						\
+		IBST_EXPECT_EQ(__rx_f.msg_rejected, (what));		\
+		IBST_EXPECT_EQ(be64_to_cpu(__rx_tid), be64_to_cpu((tid)));\
+		IBST_EXPECT_EQ(__rx_f.reason, (why));			\
+		IBST_EXPECT_EQ(__rx_f.local_comm_id, (lid));		\
+		IBST_EXPECT_EQ(__rx_f.remote_comm_id, (rid));		\
+		IBST_EXPECT_EQ(__rx_f.ari_len, 0);			\
+	}								\
+} while (0)
 
 static enum ib_cm_state rx_state(struct ib_cm_id *id)
 {
@@ -1175,9 +1220,13 @@ static void req_without_listener_rejected(void)
 	struct rx_peer peer;
 
 	rx_new_peer(&peer);
+	IBST_EXPECT_EQ(rx_rej_watch(), 0);
 	IBST_EXPECT_EQ(rx_send_req(&peer, rx_sid(), 'r', 0, 0), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_REJ_ATTR_ID, rej));
+	/* it names the REQ's comm ID only: no local one was given out */
+	RX_EXPECT_ONE_REJ(CMC_MSG_REQ, peer.tid, IB_CM_REJ_INVALID_SERVICE_ID,
+			  0, peer.comm_id);
 	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL), 0);
 	rx_quiesce();
 	rx_forget_events();
@@ -1398,12 +1447,18 @@ static void rx_drep_on_dup_req(struct ib_cm_id *id)
  */
 static void dup_req_racing_timewait_gets_stale_rej(void)
 {
-	struct rx_passive c;
 	long dups, rej, retried, rej_in;
+	__be64 req_tid, dreq_tid;
+	struct rx_passive c;
 
 	if (!rx_established(&c, false))
 		goto out;
+	/* the DREQ in a transaction of its own, the REQ's repeat in the REQ's */
+	req_tid = c.peer.tid;
+	dreq_tid = cpu_to_be64(be64_to_cpu(req_tid) + 0x10000);
+	c.peer.tid = dreq_tid;
 	RX_EXPECT_PEER_DREQ(&c, 'D', NULL);
+	c.peer.tid = req_tid;
 	rx_quiesce();
 	dups = rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID);
 	rej = rx_ctr(CM_CTR_TX, CM_REJ_ATTR_ID);
@@ -1413,6 +1468,7 @@ static void dup_req_racing_timewait_gets_stale_rej(void)
 	rx_dup_req_id = c.id;
 	rx_dup_req_drep = -EINPROGRESS;
 	cm_test_on_dup_req(rx_drep_on_dup_req);
+	IBST_EXPECT_EQ(rx_rej_watch(), 0);
 	IBST_EXPECT_EQ(rx_send_req(&c.peer, c.sid, 'q', 0, 0), 0);
 	cm_test_flush();
 	cm_test_on_dup_req(NULL);
@@ -1421,6 +1477,14 @@ static void dup_req_racing_timewait_gets_stale_rej(void)
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_TIMEWAIT);
 	IBST_EXPECT_EQ(rx_ctr(CM_CTR_RX_DUPS, CM_REQ_ATTR_ID), dups + 1);
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_REJ_ATTR_ID, rej));
+	/*
+	 * The connection's REJ, with both comm IDs.  As the kernel's CM does,
+	 * it is formatted from the connection as it stands: in the
+	 * transaction of the last message it took (the DREQ's), and from
+	 * TimeWait it rejects "other", not the REQ.
+	 */
+	RX_EXPECT_ONE_REJ(CMC_MSG_OTHER, dreq_tid, IB_CM_REJ_STALE_CONN,
+			  be32_to_cpu(c.id->local_id), c.peer.comm_id);
 	/* one REJ, sent to the port's own GID, comes back */
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_RX, CM_REJ_ATTR_ID, rej_in));
 	rx_quiesce();
@@ -3099,9 +3163,13 @@ static void stale_req_rejected(void)
 	/* Same CA and QP, new communication ID: the peer restarted. */
 	again = c.peer;
 	again.comm_id += 0x10000;
+	again.tid = cpu_to_be64(be64_to_cpu(again.tid) + 0x10000);
+	IBST_EXPECT_EQ(rx_rej_watch(), 0);
 	IBST_EXPECT_EQ(rx_send_req(&again, c.sid, 's', 0, 0), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_REJ_ATTR_ID, rej));
+	RX_EXPECT_ONE_REJ(CMC_MSG_REQ, again.tid, IB_CM_REJ_STALE_CONN, 0,
+			  again.comm_id);
 	IBST_EXPECT_EQ(rx_count(NULL, IB_CM_REQ_RECEIVED, NULL), 1);
 	/*
 	 * Our DREQ goes to our own GID, where the CM finds no such ID and
@@ -3130,9 +3198,12 @@ static void stale_rep_rejected(void)
 	rej = rx_ctr(CM_CTR_TX, CM_REJ_ATTR_ID);
 	c.peer.guid = old.peer.guid;
 	c.peer.qpn = old.peer.qpn;
+	IBST_EXPECT_EQ(rx_rej_watch(), 0);
 	IBST_EXPECT_EQ(rx_send_rep(&c.peer, c.id, 's', 0, 0), 0);
 	cm_test_flush();
 	IBST_EXPECT(rx_ctr_rises(CM_CTR_TX, CM_REJ_ATTR_ID, rej));
+	RX_EXPECT_ONE_REJ(CMC_MSG_REP, c.peer.tid, IB_CM_REJ_STALE_CONN,
+			  be32_to_cpu(c.id->local_id), c.peer.comm_id);
 	IBST_EXPECT_EQ(rx_count(c.id, IB_CM_REP_RECEIVED, NULL), 0);
 	IBST_EXPECT_EQ(rx_state(c.id), IB_CM_REQ_SENT);
 	IBST_EXPECT(rx_leaves(old.id, IB_CM_ESTABLISHED));
@@ -3791,6 +3862,7 @@ static void cm_rx_teardown(void)
 	/* Drops the device reference a case that stopped half-way left on. */
 	cm_test_lap_on_roce(rx_dev, rx_port, false);
 	cm_test_on_dup_req(NULL);
+	cm_test_send_unwatch(&rx_rej_out);
 	rx_gid = NULL;
 	cmt_port_put();
 	rx_dev = NULL;
