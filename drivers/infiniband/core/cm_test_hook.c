@@ -475,7 +475,10 @@ void cm_test_rej_unwatch(struct cm_test_rej_seen *seen)
 }
 EXPORT_SYMBOL_FOR_CM_TEST(cm_test_rej_unwatch);
 
-/* The watch of cm_test_send_watch(), or NULL; protected by the lock. */
+/*
+ * The watch of cm_test_send_watch(), or NULL; written under the lock, and
+ * read without it only to skip the lock while it is NULL.
+ */
 static DEFINE_SPINLOCK(cm_test_send_lock);
 static struct cm_test_sent *cm_test_send_w;
 
@@ -491,6 +494,9 @@ void cm_test_sending(const struct cm_port *port,
 	struct cm_test_sent *w;
 	unsigned long flags;
 
+	/* no shared lock on every send while nothing watches */
+	if (!READ_ONCE(cm_test_send_w))
+		return;
 	spin_lock_irqsave(&cm_test_send_lock, flags);
 	w = cm_test_send_w;
 	if (w && w->ibdev == port->dev->ibdev && w->port_num == port->num &&
@@ -521,7 +527,7 @@ int cm_test_send_watch(struct cm_test_sent *w)
 	if (!cm_test_send_w) {
 		w->count = 0;
 		memset(&w->mad, 0, sizeof(w->mad));
-		cm_test_send_w = w;
+		WRITE_ONCE(cm_test_send_w, w);
 		ret = 0;
 	}
 	spin_unlock_irq(&cm_test_send_lock);
@@ -543,7 +549,7 @@ void cm_test_send_unwatch(struct cm_test_sent *w)
 {
 	spin_lock_irq(&cm_test_send_lock);
 	if (cm_test_send_w == w)
-		cm_test_send_w = NULL;
+		WRITE_ONCE(cm_test_send_w, NULL);
 	spin_unlock_irq(&cm_test_send_lock);
 }
 EXPORT_SYMBOL_FOR_CM_TEST(cm_test_send_unwatch);
