@@ -5,7 +5,9 @@
 # rig insmods before rdma_cm is pulled in): ucmatose (RC connect/transfer/
 # disconnect), udaddy (UD via SIDR_REQ/SIDR_REP), rdma_server/rdma_client,
 # ib_send_bw -R; then counters, a REJ for a port nobody listens on, and a
-# clean unload of ib_cm (no cm_id left in its kmem_cache).
+# clean unload of ib_cm (no cm_id left in its kmem_cache).  Each client
+# starts once its server listens; a server still running after its client
+# is shown (its stacks, the CM IDs and QPs).
 
 # shellcheck source=SCRIPTDIR/../vm/guest-lib.sh
 . "$GUEST_LIB"
@@ -17,24 +19,37 @@ ctr() {
 	cat "$PORTDIR/$1/$2" 2> /dev/null || echo 0
 }
 
-# server_client NAME SERVER_CMD -- CLIENT_CMD: both must exit 0.
-server_client() {
-	local name=$1 srv=() cli=() spid src crc
+# server_gone PID: the server PID has ended.
+server_gone() {
+	! kill -0 "$1" 2> /dev/null
+}
 
-	shift
+# server_client NAME PORT SERVER_CMD -- CLIENT_CMD: the client starts once
+# the server listens on PORT; both must exit 0.  A server still running a
+# minute (scaled) after its client ended is shown (what it waits for, the
+# CM IDs, the QPs), then stopped.
+server_client() {
+	local name=$1 port=$2 srv=() cli=() spid src crc
+
+	shift 2
 	while [ "$1" != "--" ]; do
 		srv+=("$1")
 		shift
 	done
 	shift
 	cli=("$@")
-	run_with_timeout 90 "${srv[@]}" > "/tmp/$name-server.out" 2>&1 &
+	bg_with_timeout 90 "${srv[@]}" > "/tmp/$name-server.out" 2>&1
 	spid=$!
-	# Under TCG a server can take seconds to reach its listen.
-	sleep 4
+	wait_cm_listening 30 "$port" "$spid"
 	connect_retry 5 "/tmp/$name-client.out" \
 		run_with_timeout 60 "${cli[@]}"
 	crc=$?
+	if ! wait_until 60 server_gone "$spid"; then
+		echo "# $name: the server still runs $(scaled_secs 60) s after its client ended"
+		# shellcheck disable=SC2046 # timeout's child, the server
+		show_stuck "$name" $(pgrep -P "$spid")
+		kill "$spid" 2> /dev/null
+	fi
 	wait "$spid"
 	src=$?
 	echo "# $name: client exit $crc, server exit $src"
@@ -56,13 +71,13 @@ tap_check "ib_cm is ours (the --insmod file)" \
 tap_check "loaded ib_cm has the srcversion of $ours" module_is_file ib_cm "$ours"
 
 req0=$(ctr cm_rx_msgs req)
-server_client ucmatose ucmatose -b "$MY_IP" -c 4 -C 20 -- \
+server_client ucmatose 7471 ucmatose -b "$MY_IP" -c 4 -C 20 -- \
 	ucmatose -s "$MY_IP" -c 4 -C 20
-server_client udaddy udaddy -b "$MY_IP" -c 2 -C 10 -- \
+server_client udaddy 7174 udaddy -b "$MY_IP" -c 2 -C 10 -- \
 	udaddy -s "$MY_IP" -c 2 -C 10
-server_client rdma_xserver rdma_server -s "$MY_IP" -- \
+server_client rdma_xserver 7471 rdma_server -s "$MY_IP" -- \
 	rdma_client -s "$MY_IP"
-server_client ib_send_bw ib_send_bw -R "$PERFTEST_F" -n 200 -- \
+server_client ib_send_bw 18515 ib_send_bw -R "$PERFTEST_F" -n 200 -- \
 	ib_send_bw -R "$PERFTEST_F" -n 200 "$MY_IP"
 perftest_uncalibrated /tmp/ib_send_bw-client.out /tmp/ib_send_bw-server.out
 

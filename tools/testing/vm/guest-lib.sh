@@ -364,6 +364,28 @@ rping_wait() {
 	echo "# rping made its $3 pings, then lost its exit race (status $rc): taken as 0"
 }
 
+# show_stuck LABEL PID...: what each thread of each PID waits for in the
+# kernel (its state, wait channel and stack), then the RDMA CM IDs and
+# the QPs as the kernel holds them: the diagnosis of a tool that did not
+# end.
+show_stuck() {
+	local label=$1 p t
+
+	shift
+	for p in "$@"; do
+		for t in /proc/"$p"/task/*; do
+			[ -d "$t" ] || continue
+			echo "# $label: $(cat "/proc/$p/comm" 2> /dev/null)" \
+				"$p thread ${t##*/}: state" \
+				"$(awk '{ print $3 }' "$t/stat" 2> /dev/null)" \
+				"in $(cat "$t/wchan" 2> /dev/null)"
+			sed -e "s/^/#   /" "$t/stack" 2> /dev/null
+		done
+	done
+	rdma resource show cm_id 2> /dev/null | sed -e "s/^/# $label: /"
+	rdma resource show qp 2> /dev/null | sed -e "s/^/# $label: /"
+}
+
 # crashed STATUS: STATUS is that of a program killed by a fault of its own
 # (SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV), not by a limit or a kill.
 crashed() {
