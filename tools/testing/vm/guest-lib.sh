@@ -386,6 +386,71 @@ show_stuck() {
 	rdma resource show qp 2> /dev/null | sed -e "s/^/# $label: /"
 }
 
+# RIG_PROC, RIG_IB_SYSFS: where the judges below read /proc and the RDMA
+# devices' sysfs (selftest-guest-lib points them at fakes).
+RIG_PROC=${RIG_PROC:-/proc}
+RIG_IB_SYSFS=${RIG_IB_SYSFS:-/sys/class/infiniband}
+
+# rxe_ack_retries DEV: how many times DEV's requesters have sent again for
+# want of an ACK (rdma_rxe's completer_retry_err); 0 without that counter.
+rxe_ack_retries() {
+	local n=''
+
+	read -r n < "$RIG_IB_SYSFS/$1/ports/1/hw_counters/completer_retry_err"
+	echo "${n:-0}"
+} 2> /dev/null
+
+# rxe_unacked_wait PID DEV: the RDMA CM server PID may be waiting for the
+# ACK of its last send, which rdma_rxe lost.  rdma_rxe posts a receive's
+# completion before it sends the ACK, and sends no ACK once the QP is in
+# the error state: a client that moves its QP there as soon as it has its
+# reply (rdma_client: its rdma_disconnect() does so before the DREQ) can
+# leave the server's last send without one.  True when PID waits for a
+# completion event, rdma_cm recorded a disconnect of its connection on
+# DEV, and its QP there is the only RC QP of DEV in RTS (a QP in the error
+# state sends nothing again: only PID's can be retrying).
+rxe_unacked_wait() {
+	local pid=$1 dev=$2 w='' rts
+
+	[ -n "$pid" ] || return 1
+	read -r w < "$RIG_PROC/$pid/wchan" 2> /dev/null
+	case $w in
+	ib_uverbs_event_read*) ;;
+	*) return 1 ;;
+	esac
+	rdma resource show cm_id 2> /dev/null |
+		grep -q "^link $dev/.* state DISCONNECT .* pid $pid " || return 1
+	rts=$(rdma resource show qp 2> /dev/null |
+		grep "^link $dev/.* type RC state RTS ")
+	[ "$(grep -c . <<< "$rts")" = 1 ] && [[ $rts == *" pid $pid "* ]]
+}
+
+# RXE_RETRY_MAX: IBTA's largest transport retry count.  On any other RC
+# device a send retried more often than that has ended in an error
+# completion; rdma_rxe reads the count 7 that librdmacm asks for as "retry
+# for ever" (rxe_comp.c) and goes on.
+RXE_RETRY_MAX=7
+
+# rxe_lost_last_ack PID DEV: the RDMA CM server PID waits for the ACK that
+# rdma_rxe lost, after the CM did its part: it has stayed in
+# rxe_unacked_wait's state while DEV sent again more than RXE_RETRY_MAX
+# times.  The first call that finds the state notes DEV's count in
+# RXE_SEEN, one that does not clears it; clear it before the first call.
+rxe_lost_last_ack() {
+	local n
+
+	if ! rxe_unacked_wait "$1" "$2"; then
+		RXE_SEEN=
+		return 1
+	fi
+	n=$(rxe_ack_retries "$2")
+	if [ -z "${RXE_SEEN:-}" ]; then
+		RXE_SEEN=$n
+		return 1
+	fi
+	[ $((n - RXE_SEEN)) -gt "$RXE_RETRY_MAX" ]
+}
+
 # crashed STATUS: STATUS is that of a program killed by a fault of its own
 # (SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV), not by a limit or a kill.
 crashed() {
