@@ -21,8 +21,8 @@ ctr() {
 	cat "$PORTDIR/$1/$2" 2> /dev/null || echo 0
 }
 
-# server_gone PID: the server PID has ended.
-server_gone() {
+# gone PID: PID has ended.
+gone() {
 	! kill -0 "$1" 2> /dev/null
 }
 
@@ -46,16 +46,10 @@ server_lost_ack() {
 	return 0
 }
 
-# pair_settled: server_client's client (PID $cpid) has ended, or its
-# server waits for a lost ACK.
-pair_settled() {
-	server_gone "$cpid" || server_lost_ack
-}
-
-# server_settled: server_client's server has ended, or waits for a lost
-# ACK.
-server_settled() {
-	server_gone "$spid" || server_lost_ack
+# gone_or_lost_ack PID: PID (server_client's client or server) has ended,
+# or the server waits for a lost ACK.
+gone_or_lost_ack() {
+	gone "$1" || server_lost_ack
 }
 
 # server_client NAME PORT SERVER_CMD -- CLIENT_CMD: the client starts once
@@ -82,10 +76,10 @@ server_client() {
 		run_with_timeout 60 "${cli[@]}" &
 	cpid=$!
 	# The client's own limits end this wait.
-	wait_until 400 pair_settled
+	wait_until 400 gone_or_lost_ack "$cpid"
 	wait "$cpid"
 	crc=$?
-	if [ "$lost" = 0 ] && ! wait_until 60 server_settled; then
+	if [ "$lost" = 0 ] && ! wait_until 60 gone_or_lost_ack "$spid"; then
 		echo "# $name: the server still runs $(scaled_secs 60) s after its client ended"
 		# shellcheck disable=SC2046 # timeout's child, the server
 		show_stuck "$name" $(pgrep -P "$spid")
