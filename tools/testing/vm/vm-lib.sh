@@ -789,7 +789,44 @@ point() {
 	else
 		echo "not ok $POINT - $name"
 		FAILED=1
+		if [ -n "${RECAP:-}" ]; then
+			echo "not ok $POINT - $name" >> "$RECAP"
+		fi
 	fi
+}
+
+# recap_excerpt PREFIX FILE: for the recap, the first five failed points
+# of a test's output FILE, at any depth (the nested TAP of a KTAP module
+# too), each with the three lines before it, "--" between lines that are
+# not adjacent; without one, the last three lines of FILE.  Indented by
+# two blanks and PREFIX (the guest's name when there are several).
+recap_excerpt() {
+	if [ ! -r "$2" ]; then
+		echo "  ${1}(no output: the test did not run)"
+		return
+	fi
+	awk -v p="$1" '
+	{ line[NR] = $0 }
+	/^(# *)*not ok/ && ++k <= 5 {
+		for (j = NR - 3; j <= NR; j++)
+			if (j > 0)
+				keep[j] = 1
+	}
+	END {
+		if (!k)
+			for (j = NR - 2; j <= NR; j++)
+				if (j > 0)
+					keep[j] = 1
+		last = 0
+		for (j = 1; j <= NR; j++) {
+			if (!(j in keep))
+				continue
+			if (last && j > last + 1)
+				print "  " p "--"
+			print "  " p line[j]
+			last = j
+		}
+	}' "$2"
 }
 
 # Show a guest-side output file as TAP diagnostics.
@@ -872,10 +909,12 @@ test_groups() {
 # shellcheck disable=SC2034
 vmlib_report() {
 	local i n t p ok rc times name g vms hits log files f label PATTERNS boot killed
-	local USER_FAULTS found user
+	local USER_FAULTS found user excerpt
 
 	FAILED=0
 	POINT=0
+	RECAP=$RUN/recap
+	: > "$RECAP"
 	DEAD_SHOWN=()
 	test_groups
 
@@ -946,11 +985,15 @@ vmlib_report() {
 					NR <= 5 { print p $0 }
 					END { if (NR > 5) print p "... and " NR - 5 " more" }'
 			done
+			excerpt=$(for i in $vms; do
+				recap_excerpt "$(vm_prefix "$i")" "$RUN/vm$i/test-$n.out"
+			done)
 		fi
 		[ -n "$times" ] && echo "# time:$times"
 		# Name the guests unless all of them ran it.
 		[ "$(echo "$vms" | wc -w)" = "$VMS" ] || name="${label#,}: $name"
 		point "$ok" "$name"
+		[ "$ok" = 1 ] || echo "$excerpt" >> "$RECAP"
 	done
 
 	# expect_once I: a test that provokes a splat on purpose announces it
@@ -1074,4 +1117,11 @@ vmlib_report() {
 		echo "# console log ${VM_NAME[i]}: $(console_log "$i")"
 	done
 	echo "# results: $RUN"
+	# Last, what failed: an excerpt of the lines before the suite's
+	# own point (what CI keeps) then names it even when the failing
+	# test ran long before the end.
+	if [ "$FAILED" = 1 ]; then
+		echo "# recap of the failed points:"
+		sed 's/^/# recap | /' "$RECAP"
+	fi
 }
