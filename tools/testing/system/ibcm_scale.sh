@@ -57,12 +57,13 @@ new() {
 	echo $(((rx1 - rx0) - (dup1 - dup0)))
 }
 
-# pair NAME SECS SERVER_CMD -- CLIENT_CMD: run a server and a client with
-# a time limit; sets $src and $crc, output in /tmp/NAME-{server,client}.out.
+# pair NAME SECS PORT SERVER_CMD -- CLIENT_CMD: run a server and a client
+# with a time limit, the client once the server listens on PORT (rdma_cm);
+# sets $src and $crc, output in /tmp/NAME-{server,client}.out.
 pair() {
-	local name=$1 secs=$2 srv=() spid t0
+	local name=$1 secs=$2 port=$3 srv=() spid t0
 
-	shift 2
+	shift 3
 	while [ "$1" != "--" ]; do
 		srv+=("$1")
 		shift
@@ -72,7 +73,7 @@ pair() {
 	run_with_timeout "$secs" "${srv[@]}" > "/tmp/$name-server.out" 2>&1 &
 	spid=$!
 	# Under TCG a server can take seconds to reach its listen.
-	sleep 3
+	wait_cm_listening 60 "$port" "$spid"
 	connect_retry 5 "/tmp/$name-client.out" \
 		run_with_timeout "$secs" "$@"
 	crc=$?
@@ -103,7 +104,7 @@ tap_check "rxe0 publishes CM message counters" test -d "$P/cm_rx_duplicates"
 
 # --- ib_write_bw -R -------------------------------------------------------
 before=$(snap)
-pair write_bw 120 ib_write_bw -d rxe0 -R "$PERFTEST_F" -n 1000 -s 4096 \
+pair write_bw 120 18516 ib_write_bw -d rxe0 -R "$PERFTEST_F" -n 1000 -s 4096 \
 	-p 18516 -- \
 	ib_write_bw -d rxe0 -R "$PERFTEST_F" -n 1000 -s 4096 -p 18516 "$MY_IP"
 bw=$(awk '/#bytes/ { getline; print; exit }' /tmp/write_bw-client.out)
@@ -119,7 +120,7 @@ tap_check "rdma_cm runs on it" test -e /sys/module/ib_cm/holders/rdma_cm
 
 # --- ucmatose -c N: connections with data ------------------------------------
 before=$(snap)
-pair ucmatose 240 ucmatose -b "$MY_IP" -p 7472 -c "$NUCMA" -- \
+pair ucmatose 240 7472 ucmatose -b "$MY_IP" -p 7472 -c "$NUCMA" -- \
 	ucmatose -s "$MY_IP" -p 7472 -c "$NUCMA"
 req=$(new req "$before") rtu=$(new rtu "$before") dreq=$(new dreq "$before")
 echo "# ucmatose: new REQs $req, RTUs $rtu, DREQs $dreq"
@@ -133,7 +134,8 @@ tap_check "ucmatose -c $NUCMA: $NUCMA connections closed by DREQ" \
 
 # --- udaddy -c N: SIDR --------------------------------------------------------
 before=$(snap)
-pair udaddy 240 udaddy -b "$MY_IP" -c "$NUD" -- \
+# (udaddy's port is fixed: 7174; its -p is the port space.)
+pair udaddy 240 7174 udaddy -b "$MY_IP" -c "$NUD" -- \
 	udaddy -s "$MY_IP" -c "$NUD"
 sreq=$(new sidr_req "$before") srep=$(new sidr_rep "$before")
 echo "# udaddy: new SIDR_REQs $sreq, SIDR_REPs $srep"
