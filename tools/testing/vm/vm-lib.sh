@@ -1074,6 +1074,7 @@ vmlib_report() {
 	sed -n 's/^!//p' "$RIG_DIR/splat-patterns" > "$USER_FAULTS"
 	[ -s "$PATTERNS" ] || die "no patterns in $RIG_DIR/splat-patterns"
 	ok=1
+	excerpt=""
 	for i in $(seq 0 $((VMS - 1))); do
 		log=$(console_log "$i")
 		files=("$log")
@@ -1085,6 +1086,7 @@ vmlib_report() {
 		elif [ ! -e "$RUN/vm$i/done" ]; then
 			ok=0
 			echo "# ${VM_NAME[i]}: the guest did not finish; its log cannot be called clean"
+			excerpt+="  ${VM_NAME[i]}: the guest did not finish"$'\n'
 		fi
 		found=$(grep -hF -f "$PATTERNS" "${files[@]}" | tr -d '\r' | sort -u)
 		expect_once "$i" || ok=0
@@ -1098,9 +1100,12 @@ vmlib_report() {
 			ok=0
 			echo "# ${VM_NAME[i]}: kernel log has splats ($log):"
 			echo "$hits" | head -n 20 | sed -e 's/^/#   /'
+			excerpt+=$(echo "$hits" | head -n 3 |
+				sed -e "s/^/  ${VM_NAME[i]}: /")$'\n'
 		fi
 	done
 	point "$ok" "kernel log clean"
+	[ -z "$excerpt" ] || printf '%s' "$excerpt" >> "$RECAP"
 
 	boot=""
 	for i in "${!PIDS[@]}"; do
