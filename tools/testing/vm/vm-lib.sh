@@ -798,11 +798,12 @@ point() {
 # recap_excerpt PREFIX FILE: for the recap, the first five failed points
 # of a test's output FILE, at any depth (the nested TAP of a KTAP module
 # too), each with the three lines before it, "--" between lines that are
-# not adjacent; without one, the last three lines of FILE.  Indented by
-# two blanks and PREFIX (the guest's name when there are several).
+# not adjacent; without one, the last three lines of FILE (a test's or a
+# guest's setup output).  Indented by two blanks and PREFIX (the guest's
+# name when there are several).
 recap_excerpt() {
 	if [ ! -r "$2" ]; then
-		echo "  ${1}(no output: the test did not run)"
+		echo "  ${1}(no output)"
 		return
 	fi
 	awk -v p="$1" '
@@ -938,6 +939,11 @@ vmlib_report() {
 		fi
 	done
 	point "$ok" "setup (network, modprobe, insmod)"
+	if [ "$ok" = 0 ]; then
+		for i in $(seq 0 $((VMS - 1))); do
+			recap_excerpt "$(vm_prefix "$i")" "$RUN/vm$i/setup.out"
+		done >> "$RECAP"
+	fi
 	for g in "${TEST_GROUPS[@]}"; do
 		read -r n t vms <<< "$g"
 		name=$(test_name "$t")
@@ -1025,6 +1031,7 @@ vmlib_report() {
 			bad[$k]=1
 			ret=1
 			echo "# ${VM_NAME[i]}: expected once, but $verdict: ${announced[k]}"
+			excerpt+="  ${VM_NAME[i]}: expected once, but $verdict: ${announced[k]}"$'\n'
 		done < <(for f in "${files[@]}"; do
 				tr -d '\r' < "$f" |
 				ANN=$(printf '%s\n' "${announced[@]}") awk -v mark="$mark" \
